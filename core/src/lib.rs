@@ -1,0 +1,31 @@
+//! # hsakmt-core
+//!
+//! The `no_std`, allocation-free heart of hsakmt-rs: a user-mode layer over the Linux amdkfd
+//! driver (`/dev/kfd`), the role ROCm's libhsakmt ("thunk") plays for ROCr.
+//!
+//! **Core performs no I/O.** Every effect — sysfs reads, ioctls, mmaps, the clock, the process
+//! id, environment lookups — arrives through the [`platform`] traits, implemented by
+//! `hsakmt-linux` (real syscalls) and `hsakmt-sim` (an in-process emulated amdkfd + GPU).
+//! Core never allocates: every table has a capacity fixed at compile time, and running out is a
+//! typed error.
+//!
+//! A tour, bottom up:
+//! - [`uapi`]: the kernel's `kfd_ioctl.h` / `kfd_sysfs.h`, byte for byte.
+//! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
+//! - [`platform`]: the injected I/O boundary.
+//! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)
+)]
+
+pub mod error;
+pub mod platform;
+pub mod topology;
+pub mod uapi;
+
+#[cfg(feature = "defmt")]
+pub(crate) use defmt;

@@ -1,0 +1,1 @@
+//! The KFD sysfs topology snapshot.

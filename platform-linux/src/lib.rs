@@ -1,0 +1,1 @@
+//! hsakmt-linux
