@@ -5,11 +5,14 @@
 //!   numeric entries. The tree's root is the platform's business (real:
 //!   `/sys/devices/virtual/kfd/kfd/topology`).
 //! - [`Host`]: monotonic clock, process id (fork detection), environment lookup.
+//! - Opening `/dev/kfd` fails with an [`OpenError`] that says what to do.
 //!
 //! Paths are typed ([`SysfsFile`], [`SysfsDir`]): core never builds strings, the platform renders
 //! them into its own buffer.
 
-use crate::error::Errno;
+use core::fmt;
+
+use crate::error::{Errno, Error, ErrorKind};
 
 /// A kind of per-node sub-directory whose entries are numbered `0..n`, each holding one
 /// `properties` file.
@@ -136,3 +139,65 @@ impl<T: Host + ?Sized> Host for &T {
         (**self).env_var(name, buf)
     }
 }
+
+/// Why `/dev/kfd` could not be opened, in terms a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OpenError {
+    /// The device node does not exist: the amdgpu driver is not loaded, or was built without
+    /// KFD (HSA) support, or the container does not expose `/dev/kfd`.
+    NotPresent,
+    /// The caller may not open the device node.
+    PermissionDenied {
+        /// Group id owning the device node, when it could be read.
+        gid: Option<u32>,
+        /// That group's name (`render` on most distributions), when it could be resolved.
+        group: Option<heapless::String<32>>,
+    },
+    /// The node opened, but it is not an amdkfd device (`AMDKFD_IOC_GET_VERSION` failed with
+    /// `ENOTTY`).
+    NotKfd,
+    /// Any other failure of the open.
+    Os(Errno),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotPresent => f.write_str(
+                "/dev/kfd does not exist: load the amdgpu kernel driver (with HSA/KFD support), \
+                 or expose /dev/kfd and /dev/dri to this container",
+            ),
+            Self::PermissionDenied { group: Some(g), .. } => write!(
+                f,
+                "permission denied opening /dev/kfd: it belongs to group '{g}'; \
+                 add your user to it (sudo usermod -aG {g} $USER) and log in again"
+            ),
+            Self::PermissionDenied { gid: Some(gid), group: None } => write!(
+                f,
+                "permission denied opening /dev/kfd: it belongs to group id {gid}; \
+                 add your user to that group and log in again"
+            ),
+            Self::PermissionDenied { gid: None, group: None } => f.write_str(
+                "permission denied opening /dev/kfd: add your user to the group that owns it \
+                 (usually 'render' or 'video') and log in again",
+            ),
+            Self::NotKfd => {
+                f.write_str("/dev/kfd is not an amdkfd device (GET_VERSION failed with ENOTTY)")
+            }
+            Self::Os(e) => write!(f, "cannot open /dev/kfd: {e}"),
+        }
+    }
+}
+
+impl Error for OpenError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NotPresent | Self::NotKfd => ErrorKind::NoDevice,
+            Self::PermissionDenied { .. } => ErrorKind::PermissionDenied,
+            Self::Os(e) => e.kind(),
+        }
+    }
+}
+
+impl core::error::Error for OpenError {}

@@ -1,0 +1,196 @@
+//! The KFD topology tree read with plain syscalls: one open + read-to-EOF + close per file into
+//! the caller's buffer, and directory listing through a stack buffer. No allocation.
+
+use core::mem::MaybeUninit;
+
+use hsakmt_core::error::Errno;
+use hsakmt_core::platform::{SysfsDir, SysfsFile};
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags, RawDir};
+
+use crate::path::FixedPath;
+
+/// The real topology root the kernel creates (`kfd_topology.c`); libhsakmt reads this one.
+pub const KFD_TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
+
+/// A sysfs topology tree rooted at a directory (the real one, or a capture).
+#[derive(Clone)]
+pub struct SysfsTree {
+    root: FixedPath,
+}
+
+impl SysfsTree {
+    /// The kernel's tree at [`KFD_TOPOLOGY_ROOT`].
+    #[must_use]
+    pub fn system() -> Self {
+        Self { root: FixedPath::new(KFD_TOPOLOGY_ROOT.as_bytes()).unwrap_or_default() }
+    }
+
+    /// A tree rooted at `root` (for example a copy of a real machine's tree).
+    ///
+    /// # Errors
+    /// `ENAMETOOLONG`-like [`Errno::E2BIG`] when the path does not fit the fixed path buffer,
+    /// `EINVAL` when it contains a NUL byte.
+    pub fn at(root: &[u8]) -> Result<Self, Errno> {
+        Ok(Self { root: FixedPath::new(root)? })
+    }
+
+    /// The root directory as bytes.
+    #[must_use]
+    pub fn root(&self) -> &[u8] {
+        self.root.as_bytes()
+    }
+
+    fn file_path(&self, file: SysfsFile) -> Result<FixedPath, Errno> {
+        let mut p = self.root.clone();
+        match file {
+            SysfsFile::GenerationId => p.push_str("generation_id")?,
+            SysfsFile::SystemProperties => p.push_str("system_properties")?,
+            SysfsFile::GpuId(n) => node(&mut p, n, "gpu_id")?,
+            SysfsFile::Name(n) => node(&mut p, n, "name")?,
+            SysfsFile::NodeProperties(n) => node(&mut p, n, "properties")?,
+            SysfsFile::EntryProperties { node: n, kind, index } => {
+                node(&mut p, n, kind.dir_name())?;
+                p.push_num(index)?;
+                p.push_str("properties")?;
+            }
+        }
+        Ok(p)
+    }
+
+    fn dir_path(&self, dir: SysfsDir) -> Result<FixedPath, Errno> {
+        let mut p = self.root.clone();
+        match dir {
+            SysfsDir::Nodes => p.push_str("nodes")?,
+            SysfsDir::Entries { node: n, kind } => node(&mut p, n, kind.dir_name())?,
+        }
+        Ok(p)
+    }
+}
+
+fn node(p: &mut FixedPath, n: u32, leaf: &str) -> Result<(), Errno> {
+    p.push_str("nodes")?;
+    p.push_num(n)?;
+    p.push_str(leaf)
+}
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+fn open(path: &FixedPath, flags: OFlags) -> Result<OwnedFd, Errno> {
+    loop {
+        match rustix::fs::open(path.as_c_str(), flags | OFlags::CLOEXEC, Mode::empty()) {
+            Err(rustix::io::Errno::INTR) => {}
+            r => return r.map_err(errno),
+        }
+    }
+}
+
+impl hsakmt_core::platform::Sysfs for SysfsTree {
+    fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
+        let path = self.file_path(file)?;
+        let fd = open(&path, OFlags::RDONLY)?;
+        let mut filled = 0;
+        while let Some(rest) = buf.get_mut(filled..) {
+            if rest.is_empty() {
+                break;
+            }
+            match rustix::io::read(&fd, rest) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(errno(e)),
+            }
+        }
+        Ok(filled)
+    }
+
+    fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
+        let path = self.dir_path(dir)?;
+        let fd = match open(&path, OFlags::RDONLY | OFlags::DIRECTORY) {
+            Ok(fd) => fd,
+            Err(Errno::ENOENT) => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let mut space = [MaybeUninit::<u8>::uninit(); 4096];
+        let mut entries = RawDir::new(fd, &mut space);
+        let mut total = 0;
+        while let Some(entry) = entries.next() {
+            let entry = entry.map_err(errno)?;
+            if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
+                if let Some(slot) = out.get_mut(total) {
+                    *slot = n;
+                }
+                total += 1;
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// A directory name made only of decimal digits that fits a `u32` (sysfs prints `"%d"`).
+fn parse_decimal(name: &[u8]) -> Option<u32> {
+    if name.is_empty() || name.len() > 10 {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &b in name {
+        let d = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        v = v.checked_mul(10)?.checked_add(u32::from(d))?;
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsakmt_core::platform::{EntryKind, Sysfs};
+
+    #[test]
+    fn decimal_names_only() {
+        assert_eq!(parse_decimal(b"0"), Some(0));
+        assert_eq!(parse_decimal(b"33"), Some(33));
+        assert_eq!(parse_decimal(b"4294967295"), Some(u32::MAX));
+        assert_eq!(parse_decimal(b"4294967296"), None);
+        assert_eq!(parse_decimal(b"."), None);
+        assert_eq!(parse_decimal(b"1a"), None);
+        assert_eq!(parse_decimal(b""), None);
+    }
+
+    #[test]
+    fn reads_a_tree_on_disk() {
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-sysfs-{}", std::process::id()));
+        let bank = dir.join("nodes/1/mem_banks/0");
+        std::fs::create_dir_all(&bank).unwrap();
+        std::fs::create_dir_all(dir.join("nodes/0")).unwrap();
+        std::fs::create_dir_all(dir.join("nodes/10")).unwrap();
+        std::fs::create_dir_all(dir.join("nodes/perf")).unwrap();
+        std::fs::write(dir.join("generation_id"), "7\n").unwrap();
+        std::fs::write(bank.join("properties"), "heap_type 1\nsize_in_bytes 4096\n").unwrap();
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+
+        let mut buf = [0u8; 64];
+        let n = tree.read_file(SysfsFile::GenerationId, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"7\n");
+        let file = SysfsFile::EntryProperties { node: 1, kind: EntryKind::MemBank, index: 0 };
+        let n = tree.read_file(file, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"heap_type 1\nsize_in_bytes 4096\n");
+        // A short buffer truncates instead of failing.
+        let mut small = [0u8; 4];
+        assert_eq!(tree.read_file(file, &mut small).unwrap(), 4);
+        assert_eq!(tree.read_file(SysfsFile::Name(3), &mut buf), Err(Errno::ENOENT));
+
+        let mut ids = [0u32; 8];
+        let total = tree.list_dir(SysfsDir::Nodes, &mut ids).unwrap();
+        assert_eq!(total, 3);
+        let mut got = ids[..total].to_vec();
+        got.sort_unstable();
+        assert_eq!(got, [0, 1, 10]);
+        let mut one = [0u32; 1];
+        assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut one).unwrap(), 3);
+        let missing = SysfsDir::Entries { node: 0, kind: EntryKind::Cache };
+        assert_eq!(tree.list_dir(missing, &mut ids).unwrap(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
