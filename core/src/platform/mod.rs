@@ -6,11 +6,17 @@
 //!   `/sys/devices/virtual/kfd/kfd/topology`).
 //! - [`Host`]: monotonic clock, process id (fork detection), environment lookup.
 //! - Opening `/dev/kfd` fails with an [`OpenError`] that says what to do.
+//! - [`SharedMemory`]: safe views of CPU mappings of GPU-shared memory (rings, signals,
+//!   doorbells, buffers); all `unsafe` that creates them lives in the platform crates.
 //!
 //! Paths are typed ([`SysfsFile`], [`SysfsDir`]): core never builds strings, the platform renders
 //! them into its own buffer.
 
 use core::fmt;
+
+mod memory;
+
+pub use memory::{Access, SharedMemory};
 
 use crate::error::{Errno, Error, ErrorKind};
 
