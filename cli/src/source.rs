@@ -1,0 +1,111 @@
+//! Where a command's topology and device come from: the real system, a sysfs directory, or an
+//! embedded simulator profile.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
+use hsakmt_core::error::Errno;
+use hsakmt_linux::{LinuxPlatform, SysfsTree, KFD_TOPOLOGY_ROOT};
+use hsakmt_sim::{Profile, SimPlatform};
+
+/// Selects the topology source.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct SourceArgs {
+    /// Read the topology tree rooted at DIR (a copy of `/sys/devices/virtual/kfd/kfd/topology`).
+    #[arg(long, value_name = "DIR", conflicts_with = "sim")]
+    pub(crate) sysfs: Option<PathBuf>,
+    /// Use an embedded simulator profile (see `--sim help`).
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) sim: Option<String>,
+}
+
+/// A platform for topology reads: the real (or a captured) tree, or the simulator.
+pub(crate) enum Source {
+    /// The Linux platform (real tree or `--sysfs DIR`).
+    Linux(Box<LinuxPlatform>, String),
+    /// The simulator over a profile.
+    Sim(Box<SimPlatform>, String),
+}
+
+impl Source {
+    /// Resolves the arguments. Without either flag the real tree is used when it exists, else
+    /// the default simulator profile, with a note on stderr.
+    pub(crate) fn resolve(args: &SourceArgs) -> Result<Self, String> {
+        if let Some(dir) = &args.sysfs {
+            if !dir.is_dir() {
+                return Err(format!("--sysfs {}: not a directory", dir.display()));
+            }
+            let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes())
+                .map_err(|e| format!("--sysfs {}: {e}", dir.display()))?;
+            return Ok(Self::Linux(
+                Box::new(LinuxPlatform::with_sysfs(tree)),
+                format!("sysfs tree {}", dir.display()),
+            ));
+        }
+        if let Some(name) = &args.sim {
+            return Self::sim(name);
+        }
+        if std::path::Path::new(KFD_TOPOLOGY_ROOT).is_dir() {
+            return Ok(Self::Linux(
+                Box::new(LinuxPlatform::new()),
+                format!("this machine ({KFD_TOPOLOGY_ROOT})"),
+            ));
+        }
+        eprintln!(
+            "hsakmt: no KFD topology on this machine ({KFD_TOPOLOGY_ROOT} is absent: no amdgpu \
+             driver with KFD); using the simulator profile '{}'",
+            hsakmt_sim::DEFAULT_PROFILE
+        );
+        Self::sim(hsakmt_sim::DEFAULT_PROFILE)
+    }
+
+    fn sim(name: &str) -> Result<Self, String> {
+        let profile = Profile::embedded(name).map_err(|e| e.to_string())?;
+        let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
+        Ok(Self::Sim(Box::new(sim), format!("simulator profile {name}")))
+    }
+
+    /// A human description of the source.
+    pub(crate) fn describe(&self) -> &str {
+        match self {
+            Self::Linux(_, d) | Self::Sim(_, d) => d,
+        }
+    }
+}
+
+impl Sysfs for Source {
+    fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
+        match self {
+            Self::Linux(p, _) => p.read_file(file, buf),
+            Self::Sim(p, _) => p.read_file(file, buf),
+        }
+    }
+
+    fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
+        match self {
+            Self::Linux(p, _) => p.list_dir(dir, out),
+            Self::Sim(p, _) => p.list_dir(dir, out),
+        }
+    }
+}
+
+impl Host for Source {
+    fn now_ns(&self) -> u64 {
+        match self {
+            Self::Linux(p, _) => p.now_ns(),
+            Self::Sim(p, _) => p.now_ns(),
+        }
+    }
+
+    fn process_id(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn env_var(&self, name: &str, buf: &mut [u8]) -> Option<usize> {
+        match self {
+            Self::Linux(p, _) => p.env_var(name, buf),
+            Self::Sim(p, _) => p.env_var(name, buf),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure.
+
+use std::process::Command;
+
+use crate::{cargo, run};
+
+/// Runs formatting, lints, tests, the uapi layout check and the doc build.
+pub(crate) fn ci() -> Result<(), String> {
+    step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
+    step(
+        "clippy (workspace, all targets)",
+        cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+    )?;
+    step(
+        "clippy (core with defmt)",
+        cargo().args(["clippy", "-p", "hsakmt-core", "--features", "defmt", "--", "-D", "warnings"]),
+    )?;
+    step(
+        "clippy (no_std linux platform)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-linux",
+            "--no-default-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
+    step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
+    println!("==> uapi-check");
+    crate::uapi_check::run()?;
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
+    step("docs", &mut doc)?;
+    println!("==> ci: all checks passed");
+    Ok(())
+}
+
+fn step(name: &str, cmd: &mut Command) -> Result<(), String> {
+    println!("==> {name}");
+    run(cmd)
+}
