@@ -81,7 +81,9 @@ macro_rules! uapi_struct {
             $($rest)*);
     };
     // All members consumed: emit the struct, its byte image and the collected helper items.
-    (@munch [$($attrs:tt)*] $name:ident [$($fields:tt)*] [$($f:ident : $t:ty,)*] [$($items:tt)*]) => {
+    (@munch [$($attrs:tt)*] $name:ident [$($fields:tt)*] [$($f:ident : $t:ty,)*]
+        [$($items:tt)*]
+    ) => {
         $($attrs)*
         #[repr(C)]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -76,10 +76,13 @@ const CONSTANT_PARTS: &[&[Constant]] = &[
 /// Every integer constant of both headers with its value: the object-like `#define`s and the
 /// enumerators of `kfd_ioctl.h`, its 40 `AMDKFD_IOC_*` request codes, and the `#define`s of
 /// `kfd_sysfs.h`.
-pub const CONSTANTS: &[Constant] = &layout::concat::<Constant, { layout::total_len(CONSTANT_PARTS) }>(
+pub const CONSTANTS: &[Constant] = &layout::concat::<Constant, CONSTANT_COUNT>(
     CONSTANT_PARTS,
     Constant { name: "", value: 0, bits: 0, signed: false },
 );
+
+/// Length of [`CONSTANTS`].
+const CONSTANT_COUNT: usize = layout::total_len(CONSTANT_PARTS);
 
 /// Every enum of `kfd_ioctl.h` (`kfd_sysfs.h` has none) with its enumerators.
 pub const ENUMS: &[EnumInfo] = consts::IOCTL_H_ENUMS;
@@ -89,8 +92,10 @@ const FUNCTION_MACRO_PARTS: &[&[FunctionMacro]] =
     &[ioctl::IOCTL_H_REQUEST_MACROS, consts::IOCTL_H_FUNCTION_MACROS];
 
 /// Every function-like macro of `kfd_ioctl.h` with a way to evaluate its Rust counterpart.
-pub const FUNCTION_MACROS: &[FunctionMacro] =
-    &layout::concat::<FunctionMacro, { layout::total_len(FUNCTION_MACRO_PARTS) }>(
-        FUNCTION_MACRO_PARTS,
-        FunctionMacro { name: "", kind: MacroKind::Format("") },
-    );
+pub const FUNCTION_MACROS: &[FunctionMacro] = &layout::concat::<FunctionMacro, MACRO_COUNT>(
+    FUNCTION_MACRO_PARTS,
+    FunctionMacro { name: "", kind: MacroKind::Format("") },
+);
+
+/// Length of [`FUNCTION_MACROS`].
+const MACRO_COUNT: usize = layout::total_len(FUNCTION_MACRO_PARTS);
