@@ -154,10 +154,8 @@ fn svm(
         return Err(Errno::E2BIG);
     }
     args.nattr = count(attrs)?;
-    let mut block = Block {
-        head: *args,
-        attrs: [kfd_ioctl_svm_attribute::default(); MAX_SVM_ATTRS],
-    };
+    let mut block =
+        Block { head: *args, attrs: [kfd_ioctl_svm_attribute::default(); MAX_SVM_ATTRS] };
     block.attrs[..attrs.len()].copy_from_slice(attrs);
     let size = size_of::<kfd_ioctl_svm_args>() + size_of_val(attrs);
     let size = u32::try_from(size).map_err(|_| Errno::E2BIG)?;

@@ -7,8 +7,17 @@
 #![deny(missing_docs)]
 
 pub mod device_node;
+pub mod kfd;
+#[cfg(feature = "std")]
+pub mod mapping;
 pub mod path;
+#[cfg(feature = "std")]
+mod platform;
 pub mod sysfs;
 
 pub use device_node::{KFD_DEVICE, open_device};
+#[cfg(feature = "std")]
+pub use mapping::LinuxMapping;
+#[cfg(feature = "std")]
+pub use platform::LinuxPlatform;
 pub use sysfs::{KFD_TOPOLOGY_ROOT, SysfsTree};

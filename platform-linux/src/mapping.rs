@@ -132,7 +132,7 @@ pub fn reserve(hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let flags = MapFlags::PRIVATE | MapFlags::NORESERVE;
-    if let Some(h) = hint.filter(|h| *h as usize % align == 0) {
+    if let Some(h) = hint.filter(|h| (*h as usize).is_multiple_of(align)) {
         // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; the new range is
         // PROT_NONE, so nothing can observe it.
         let r = unsafe {
@@ -198,7 +198,8 @@ pub fn map_fd(
     };
     // SAFETY: with MAP_FIXED the target range is one of our own PROT_NONE reservations (core's
     // aperture bookkeeping hands out each range once), so no live Rust reference is replaced.
-    let p = unsafe { rustix::mm::mmap(hint, len, prot(access), flags, fd, offset) }.map_err(errno)?;
+    let p =
+        unsafe { rustix::mm::mmap(hint, len, prot(access), flags, fd, offset) }.map_err(errno)?;
     let m = LinuxMapping::new(p, len, on_drop);
     if dont_fork {
         // SAFETY: the range was just mapped by us.

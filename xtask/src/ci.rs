@@ -13,7 +13,16 @@ pub(crate) fn ci() -> Result<(), String> {
     )?;
     step(
         "clippy (core with defmt)",
-        cargo().args(["clippy", "-p", "hsakmt-core", "--features", "defmt", "--", "-D", "warnings"]),
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-core",
+            "--features",
+            "defmt",
+            "--",
+            "-D",
+            "warnings",
+        ]),
     )?;
     step(
         "clippy (no_std linux platform)",
@@ -30,7 +39,7 @@ pub(crate) fn ci() -> Result<(), String> {
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
     println!("==> uapi-check");
-    crate::uapi_check::run()?;
+    crate::uapi_check::run(&[])?;
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
     step("docs", &mut doc)?;

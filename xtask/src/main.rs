@@ -1,13 +1,15 @@
 //! `cargo xtask`: workspace automation for hsakmt-rs (`cargo xtask` is an alias for
 //! `cargo run --quiet --package xtask --`).
 
+mod ci;
 mod uapi_check;
 
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <command> [args]
 
 commands:
+  ci           the whole test suite: fmt, clippy -D warnings, tests, uapi-check, docs
   uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)";
 
 fn main() -> ExitCode {
@@ -17,6 +19,7 @@ fn main() -> ExitCode {
         None => ("help", &[][..]),
     };
     let result = match command {
+        "ci" => ci::ci(),
         "uapi-check" => uapi_check::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
@@ -31,4 +34,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo` as invoked by the user (respects `$CARGO`), run from the workspace root.
+pub(crate) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+/// The workspace root (the parent of this crate's manifest directory).
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// Runs a command to completion, failing on a non-zero exit.
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed: {status}")) }
 }

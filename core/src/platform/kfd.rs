@@ -3,7 +3,6 @@
 
 use crate::error::Errno;
 use crate::platform::{Access, OpenError, SharedMemory};
-#[allow(clippy::wildcard_imports, reason = "the ioctl argument structs, by their C names")]
 use crate::uapi::*;
 
 /// One KFD ioctl with its typed argument.
@@ -132,7 +131,7 @@ pub enum Ioctl<'a> {
 impl Ioctl<'_> {
     /// The ioctl's `_IOC_NR` (0x01..0x28).
     #[must_use]
-    pub const fn nr(&self) -> u8 {
+    pub const fn nr(&self) -> u32 {
         match self {
             Self::GetVersion(_) => 0x01,
             Self::CreateQueue(_) => 0x02,
@@ -172,7 +171,7 @@ impl Ioctl<'_> {
     /// The ioctl's name without the `AMDKFD_IOC_` prefix (`"ALLOC_MEMORY_OF_GPU"`).
     #[must_use]
     pub fn name(&self) -> &'static str {
-        ioctl_info(self.nr()).map_or("UNKNOWN", |i| i.name.trim_start_matches("AMDKFD_IOC_"))
+        ioctl_by_nr(self.nr()).map_or("UNKNOWN", |i| i.name.trim_start_matches("AMDKFD_IOC_"))
     }
 }
 

@@ -9,13 +9,19 @@
 //! - [`SharedMemory`]: safe views of CPU mappings of GPU-shared memory (rings, signals,
 //!   doorbells, buffers); all `unsafe` that creates them lives in the platform crates.
 //!
+//! - [`KfdDevice`]: `/dev/kfd` with typed [`Ioctl`] requests, render nodes, address-space
+//!   reservations and CPU mappings.
+//! - [`Platform`]: all of the above, which is what the device facade needs.
+//!
 //! Paths are typed ([`SysfsFile`], [`SysfsDir`]): core never builds strings, the platform renders
 //! them into its own buffer.
 
 use core::fmt;
 
+mod kfd;
 mod memory;
 
+pub use kfd::{Ioctl, KfdDevice};
 pub use memory::{Access, SharedMemory};
 
 use crate::error::{Errno, Error, ErrorKind};
@@ -207,3 +213,8 @@ impl Error for OpenError {
 }
 
 impl core::error::Error for OpenError {}
+
+/// Everything core needs from a platform, in one bound.
+pub trait Platform: Sysfs + Host + KfdDevice + Send + Sync {}
+
+impl<T: Sysfs + Host + KfdDevice + Send + Sync> Platform for T {}
