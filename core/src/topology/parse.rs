@@ -1,0 +1,365 @@
+//! Total parsers for the text the kernel prints: `key value\n` lines, single `%u` values, names
+//! and `sibling_map` bit lists. Every input yields a value or a typed complaint, never a panic.
+//!
+//! Accepted beyond the kernel's exact format (KERNEL-CONTRACT §1.2): CRLF line ends, several
+//! spaces or tabs between key and value, trailing blanks, blank lines, a missing final newline.
+
+/// Why a value is not a decimal number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueError {
+    /// The line has a key and nothing after it.
+    Missing,
+    /// The value contains something other than decimal digits.
+    NotDecimal,
+    /// The number does not fit 64 bits.
+    Overflow,
+}
+
+/// One `key value` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Line<'a> {
+    /// 1-based line number.
+    pub(crate) number: u32,
+    /// The key: printable ASCII without blanks.
+    pub(crate) key: &'a [u8],
+    /// The value text, blanks and CR trimmed (may be empty).
+    pub(crate) raw: &'a [u8],
+    /// The value as a decimal number.
+    pub(crate) value: Result<u64, ValueError>,
+}
+
+/// What one line of a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Item<'a> {
+    /// A key with a (possibly malformed) value.
+    Line(Line<'a>),
+    /// A line whose key is empty or holds bytes other than printable ASCII.
+    Malformed {
+        /// 1-based line number.
+        number: u32,
+    },
+}
+
+/// Iterator over the lines of a properties file; blank lines are skipped.
+pub(crate) struct Lines<'a> {
+    rest: &'a [u8],
+    number: u32,
+}
+
+impl<'a> Lines<'a> {
+    pub(crate) const fn new(bytes: &'a [u8]) -> Self {
+        Self { rest: bytes, number: 0 }
+    }
+}
+
+#[inline]
+const fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r')
+}
+
+#[inline]
+const fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_graphic()
+}
+
+/// Splits off one line (without its `\n`).
+#[inline]
+fn split_line(bytes: &[u8]) -> (&[u8], &[u8]) {
+    match bytes.iter().position(|&b| b == b'\n') {
+        Some(i) => (bytes.get(..i).unwrap_or_default(), bytes.get(i + 1..).unwrap_or_default()),
+        None => (bytes, &[]),
+    }
+}
+
+/// Trims blanks (space, tab, CR) at both ends.
+#[inline]
+pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if !is_blank(*first) {
+            break;
+        }
+        s = rest;
+    }
+    while let [rest @ .., last] = s {
+        if !is_blank(*last) {
+            break;
+        }
+        s = rest;
+    }
+    s
+}
+
+/// Parses a whole slice of decimal digits (no sign, no blanks) into a `u64`.
+#[inline]
+pub(crate) fn parse_decimal(s: &[u8]) -> Result<u64, ValueError> {
+    if s.is_empty() {
+        return Err(ValueError::Missing);
+    }
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    for &b in s {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(ValueError::NotDecimal);
+        }
+        match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(d))) {
+            Some(x) => v = x,
+            None => overflow = true,
+        }
+    }
+    if overflow { Err(ValueError::Overflow) } else { Ok(v) }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = Item<'a>;
+
+    fn next(&mut self) -> Option<Item<'a>> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            let (line, rest) = split_line(self.rest);
+            self.rest = rest;
+            self.number = self.number.saturating_add(1);
+            let number = self.number;
+
+            // Leading blanks are tolerated only on an otherwise blank line.
+            let key_len = line.iter().position(|&b| !is_key_byte(b)).unwrap_or(line.len());
+            let (key, after) = line.split_at_checked(key_len).unwrap_or((line, &[]));
+            if key.is_empty() {
+                if trim(line).is_empty() {
+                    continue;
+                }
+                return Some(Item::Malformed { number });
+            }
+            // The byte ending the key must be a blank (or the line ends).
+            match after.first() {
+                None => {}
+                Some(b) if is_blank(*b) => {}
+                Some(_) => return Some(Item::Malformed { number }),
+            }
+            let raw = trim(after);
+            let value = parse_decimal(raw);
+            return Some(Item::Line(Line { number, key, raw, value }));
+        }
+    }
+}
+
+/// Parses a file holding one `%u` value (`generation_id`, `gpu_id`).
+pub(crate) fn parse_single_u32(bytes: &[u8]) -> Result<u32, ValueError> {
+    let (line, rest) = split_line(bytes);
+    if !trim(rest).is_empty() {
+        return Err(ValueError::NotDecimal);
+    }
+    let v = parse_decimal(trim(line))?;
+    u32::try_from(v).map_err(|_| ValueError::Overflow)
+}
+
+/// The content of a `name` file: everything before the first newline (the kernel prints
+/// `"%s\n"`; a CPU node's file is a single `\n`).
+pub(crate) fn name_of(bytes: &[u8]) -> &[u8] {
+    let (line, _) = split_line(bytes);
+    match line {
+        [rest @ .., b'\r'] => rest,
+        _ => line,
+    }
+}
+
+/// Capacity of a [`SiblingMap`](super::SiblingMap) in entries (libhsakmt's `HSA_CPU_SIBLINGS`).
+pub const SIBLING_MAP_CAPACITY: usize = 256;
+
+/// Result of parsing a `sibling_map` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SiblingBits {
+    pub(crate) bits: [u32; SIBLING_MAP_CAPACITY / 32],
+    /// Entries parsed (may exceed the capacity; bits beyond it are not stored).
+    pub(crate) entries: u32,
+    /// A malformed entry was found; parsing stopped before it.
+    pub(crate) malformed: bool,
+}
+
+/// Parses `0,1,0,...` (entries of exactly `0` or `1`). Stops at the first malformed entry,
+/// keeping the entries before it.
+pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
+    let mut out =
+        SiblingBits { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0, malformed: false };
+    if raw.is_empty() {
+        return out;
+    }
+    for item in raw.split(|&b| b == b',') {
+        let bit = match trim(item) {
+            b"0" => false,
+            b"1" => true,
+            _ => {
+                out.malformed = true;
+                break;
+            }
+        };
+        let i = out.entries as usize;
+        if bit && let Some(w) = out.bits.get_mut(i / 32) {
+            *w |= 1 << (i % 32);
+        }
+        out.entries = out.entries.saturating_add(1);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn lines(s: &[u8]) -> Vec<Item<'_>> {
+        Lines::new(s).collect()
+    }
+
+    fn kv(number: u32, key: &'static [u8], v: u64) -> Item<'static> {
+        let raw: &'static [u8] = std::boxed::Box::leak(std::format!("{v}").into_bytes().into());
+        Item::Line(Line { number, key, raw, value: Ok(v) })
+    }
+
+    #[test]
+    fn empty_file_has_no_lines() {
+        assert!(lines(b"").is_empty());
+        assert!(lines(b"\n").is_empty());
+        assert!(lines(b"\n\n  \r\n").is_empty());
+    }
+
+    #[test]
+    fn kernel_format() {
+        assert_eq!(lines(b"a 1\nbb 22\n"), [kv(1, b"a", 1), kv(2, b"bb", 22)]);
+    }
+
+    #[test]
+    fn no_trailing_newline_and_crlf() {
+        assert_eq!(lines(b"a 1\r\nb 2"), [kv(1, b"a", 1), kv(2, b"b", 2)]);
+        assert_eq!(lines(b"a\t 7 \r"), [kv(1, b"a", 7)]);
+    }
+
+    #[test]
+    fn blank_lines_keep_numbering() {
+        assert_eq!(lines(b"\na 1\n\nb 2\n"), [kv(2, b"a", 1), kv(4, b"b", 2)]);
+    }
+
+    #[test]
+    fn garbage_lines() {
+        let items = lines(b" leading 1\n\xff\xfe 2\nkey\x01 3\nok 4\n");
+        assert_eq!(items[0], Item::Malformed { number: 1 });
+        assert_eq!(items[1], Item::Malformed { number: 2 });
+        assert_eq!(items[2], Item::Malformed { number: 3 });
+        assert_eq!(items[3], kv(4, b"ok", 4));
+    }
+
+    #[test]
+    fn bad_values() {
+        let items = lines(b"a\nb x\nc -1\nd 0x10\ne 1 2\nf 99999999999999999999\ng 1.5\n");
+        let vals: Vec<_> = items
+            .iter()
+            .map(|i| match i {
+                Item::Line(l) => l.value,
+                Item::Malformed { .. } => panic!("{i:?}"),
+            })
+            .collect();
+        assert_eq!(
+            vals,
+            [
+                Err(ValueError::Missing),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::Overflow),
+                Err(ValueError::NotDecimal),
+            ]
+        );
+    }
+
+    #[test]
+    fn huge_numbers() {
+        assert_eq!(parse_decimal(b"18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_decimal(b"18446744073709551616"), Err(ValueError::Overflow));
+        assert_eq!(parse_decimal(b"000000000000000000000000000042"), Ok(42));
+        assert_eq!(parse_decimal(b"99999999999999999999999999999x"), Err(ValueError::NotDecimal));
+    }
+
+    #[test]
+    fn single_values() {
+        assert_eq!(parse_single_u32(b"33\n"), Ok(33));
+        assert_eq!(parse_single_u32(b"33"), Ok(33));
+        assert_eq!(parse_single_u32(b"4294967295\n"), Ok(u32::MAX));
+        assert_eq!(parse_single_u32(b"4294967296\n"), Err(ValueError::Overflow));
+        assert_eq!(parse_single_u32(b""), Err(ValueError::Missing));
+        assert_eq!(parse_single_u32(b"\n"), Err(ValueError::Missing));
+        assert_eq!(parse_single_u32(b"1\n2\n"), Err(ValueError::NotDecimal));
+        assert_eq!(parse_single_u32(b"1 2\n"), Err(ValueError::NotDecimal));
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(name_of(b"\n"), b"");
+        assert_eq!(name_of(b"ip discovery\n"), b"ip discovery");
+        assert_eq!(name_of(b"vega10"), b"vega10");
+        assert_eq!(name_of(b"x\r\nmore"), b"x");
+    }
+
+    fn map_text(n: usize, set: &[usize]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for i in 0..n {
+            if i > 0 {
+                v.push(b',');
+            }
+            v.push(if set.contains(&i) { b'1' } else { b'0' });
+        }
+        v
+    }
+
+    fn bit(m: &SiblingBits, i: usize) -> bool {
+        m.bits[i / 32] >> (i % 32) & 1 == 1
+    }
+
+    #[test]
+    fn sibling_maps_of_32_128_256() {
+        for n in [32usize, 128, 256] {
+            let set = [0, 5, n - 1];
+            let m = parse_sibling_map(&map_text(n, &set));
+            assert_eq!(m.entries as usize, n);
+            assert!(!m.malformed);
+            for i in 0..n {
+                assert_eq!(bit(&m, i), set.contains(&i), "n={n} i={i}");
+            }
+        }
+    }
+
+    #[test]
+    fn longer_sibling_map_counts_entries_beyond_capacity() {
+        let m = parse_sibling_map(&map_text(1024, &[1, 300]));
+        assert_eq!(m.entries, 1024);
+        assert!(bit(&m, 1));
+        assert!(!m.malformed);
+    }
+
+    #[test]
+    fn truncated_and_bad_sibling_maps() {
+        let m = parse_sibling_map(b"1,0,1,");
+        assert_eq!((m.entries, m.malformed), (3, true));
+        let m = parse_sibling_map(b"1,0,2,1");
+        assert_eq!((m.entries, m.malformed), (2, true));
+        let m = parse_sibling_map(b"1,0,");
+        assert_eq!((m.entries, m.malformed), (2, true));
+        let m = parse_sibling_map(b"");
+        assert_eq!((m.entries, m.malformed), (0, false));
+        let m = parse_sibling_map(b"1");
+        assert_eq!((m.entries, m.malformed, bit(&m, 0)), (1, false, true));
+    }
+
+    #[test]
+    fn sibling_line_through_the_line_parser() {
+        let items = lines(b"type 9\nsibling_map 1,0,0,1\n");
+        let Item::Line(l) = items[1] else { panic!() };
+        assert_eq!(l.key, b"sibling_map");
+        assert_eq!(l.value, Err(ValueError::NotDecimal));
+        let m = parse_sibling_map(l.raw);
+        assert_eq!(m.entries, 4);
+        assert!(bit(&m, 3));
+    }
+}
