@@ -29,6 +29,3 @@ pub mod error;
 pub mod platform;
 pub mod topology;
 pub mod uapi;
-
-#[cfg(feature = "defmt")]
-pub(crate) use defmt;

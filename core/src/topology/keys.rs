@@ -557,7 +557,10 @@ impl core::fmt::Display for KeyId {
 mod tests {
     use super::*;
 
-    fn round_trip<K: KeySet + core::fmt::Debug + PartialEq>(all: &[K], name: fn(K) -> &'static str) {
+    fn round_trip<K: KeySet + core::fmt::Debug + PartialEq>(
+        all: &[K],
+        name: fn(K) -> &'static str,
+    ) {
         for k in all {
             assert_eq!(K::lookup(name(*k).as_bytes()), Some(*k), "{k:?}");
         }

@@ -665,10 +665,10 @@ impl SiblingMap {
     #[must_use]
     pub const fn count_ones(&self) -> u32 {
         let mut n = 0;
-        let mut i = 0;
-        while i < self.bits.len() {
-            n += self.bits[i].count_ones();
-            i += 1;
+        let mut rest: &[u32] = &self.bits;
+        while let [w, tail @ ..] = rest {
+            n += w.count_ones();
+            rest = tail;
         }
         n
     }

@@ -228,7 +228,11 @@ fn no_special<K, P, D>(_: K, _: &Line<'_>, _: &mut P, _: &mut D) -> bool {
 
 /// Sorts and dedups a listing, warning about duplicates and numbering gaps; returns the count
 /// of distinct numbers (now at the front of `ids`).
-fn sort_listing<const W: usize>(ids: &mut [u32], diag: &mut Diagnostics<W>, dir: SysfsDir) -> usize {
+fn sort_listing<const W: usize>(
+    ids: &mut [u32],
+    diag: &mut Diagnostics<W>,
+    dir: SysfsDir,
+) -> usize {
     ids.sort_unstable();
     let mut n = 0usize;
     let mut prev: Option<u32> = None;
@@ -294,7 +298,10 @@ fn override_var_name(id: u32, buf: &mut [u8; 40]) -> &str {
 }
 
 /// Reads and parses one override variable; `Ok(None)` when unset.
-fn read_override<H: Host + ?Sized>(host: &H, name: &str) -> Result<Option<GfxVersion>, OverrideError> {
+fn read_override<H: Host + ?Sized>(
+    host: &H,
+    name: &str,
+) -> Result<Option<GfxVersion>, OverrideError> {
     let mut value = [0u8; OVERRIDE_MAX_LEN];
     let Some(len) = host.env_var(name, &mut value) else { return Ok(None) };
     let text = value.get(..len).ok_or(OverrideError::Syntax)?;
@@ -407,7 +414,10 @@ impl<
     ) -> Result<(), Error> {
         if buf.len() < MIN_READ_BUFFER {
             self.clear();
-            return Err(Error::BufferTooSmall { len: to_u32(buf.len()), min: MIN_READ_BUFFER as u32 });
+            return Err(Error::BufferTooSmall {
+                len: to_u32(buf.len()),
+                min: MIN_READ_BUFFER as u32,
+            });
         }
         let result = self.take(sysfs, host, buf);
         if result.is_err() {
@@ -442,7 +452,12 @@ impl<
         self.finish(host)
     }
 
-    fn read_generation<S: Sysfs + ?Sized>(&mut self, sysfs: &S, buf: &mut [u8], report: bool) -> Option<u32> {
+    fn read_generation<S: Sysfs + ?Sized>(
+        &mut self,
+        sysfs: &S,
+        buf: &mut [u8],
+        report: bool,
+    ) -> Option<u32> {
         let file = SysfsFile::GenerationId;
         let mut scratch = Diagnostics::<1>::new();
         let bytes = if report {
@@ -500,7 +515,10 @@ impl<
             return Err(Error::NoNodes);
         }
         if total > LISTING_CAPACITY {
-            return Err(Error::Capacity { table: Table::Listing, capacity: LISTING_CAPACITY as u32 });
+            return Err(Error::Capacity {
+                table: Table::Listing,
+                capacity: LISTING_CAPACITY as u32,
+            });
         }
         let ids = self.listing.get_mut(..total).unwrap_or_default();
         let n = sort_listing(ids, &mut self.diag, dir);
@@ -518,7 +536,12 @@ impl<
         Ok(())
     }
 
-    fn read_node<S: Sysfs + ?Sized>(&mut self, i: usize, sysfs: &S, buf: &mut [u8]) -> Result<(), Error> {
+    fn read_node<S: Sysfs + ?Sized>(
+        &mut self,
+        i: usize,
+        sysfs: &S,
+        buf: &mut [u8],
+    ) -> Result<(), Error> {
         let Some(node) = self.nodes.get_mut(i) else { return Ok(()) };
         let id = node.sysfs_id;
 
@@ -619,7 +642,8 @@ impl<
             EntryKind::Cache => self.caches.len(),
             EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
         };
-        let span = |end: usize| Span { start: to_u32(start), len: to_u32(end.saturating_sub(start)) };
+        let span =
+            |end: usize| Span { start: to_u32(start), len: to_u32(end.saturating_sub(start)) };
         let total = match sysfs.list_dir(dir, &mut self.listing) {
             Ok(n) => n,
             Err(Errno::EPERM) => return Ok((span(start), None, true)),
@@ -629,7 +653,10 @@ impl<
             }
         };
         if total > LISTING_CAPACITY {
-            return Err(Error::Capacity { table: Table::Listing, capacity: LISTING_CAPACITY as u32 });
+            return Err(Error::Capacity {
+                table: Table::Listing,
+                capacity: LISTING_CAPACITY as u32,
+            });
         }
         let ids = self.listing.get_mut(..total).unwrap_or_default();
         let n = sort_listing(ids, &mut self.diag, dir);
@@ -641,10 +668,10 @@ impl<
             let owner = Owner::Entry { node, kind, index };
             let denied = match kind {
                 EntryKind::MemBank => {
-                    let rec = self
-                        .banks
-                        .push_mut(MemBank { index, props: Default::default() })
-                        .map_err(|_| Error::Capacity { table: Table::MemBanks, capacity: to_u32(BANKS) })?;
+                    let rec =
+                        self.banks.push_mut(MemBank { index, props: Default::default() }).map_err(
+                            |_| Error::Capacity { table: Table::MemBanks, capacity: to_u32(BANKS) },
+                        )?;
                     match fetch(sysfs, &mut self.diag, file, buf) {
                         Fetched::Data(b) => {
                             parse_props::<super::MemBankKey, WARNINGS, UNKNOWN>(
@@ -668,9 +695,15 @@ impl<
                         .push_mut(Cache {
                             index,
                             props: Default::default(),
-                            siblings: SiblingMap { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0 },
+                            siblings: SiblingMap {
+                                bits: [0; SIBLING_MAP_CAPACITY / 32],
+                                entries: 0,
+                            },
                         })
-                        .map_err(|_| Error::Capacity { table: Table::Caches, capacity: to_u32(CACHES) })?;
+                        .map_err(|_| Error::Capacity {
+                            table: Table::Caches,
+                            capacity: to_u32(CACHES),
+                        })?;
                     match fetch(sysfs, &mut self.diag, file, buf) {
                         Fetched::Data(b) => {
                             let siblings = &mut rec.siblings;
@@ -681,22 +714,37 @@ impl<
                                 owner,
                                 &mut self.diag,
                                 &mut self.unknown,
-                                |key: CacheKey, line: &Line<'_>, props: &mut super::CacheProperties, diag: &mut Diagnostics<WARNINGS>| {
+                                |key: CacheKey,
+                                 line: &Line<'_>,
+                                 props: &mut super::CacheProperties,
+                                 diag: &mut Diagnostics<WARNINGS>| {
                                     if key != CacheKey::SiblingMap {
                                         return false;
                                     }
                                     let m = parse::parse_sibling_map(line.raw);
                                     *siblings = SiblingMap { bits: m.bits, entries: m.entries };
                                     if props.mark(key) {
-                                        diag.file(file, WarningKind::DuplicateKey { line: line.number, key: key.id() });
+                                        diag.file(
+                                            file,
+                                            WarningKind::DuplicateKey {
+                                                line: line.number,
+                                                key: key.id(),
+                                            },
+                                        );
                                     }
                                     if m.malformed {
                                         diag.file(
                                             file,
-                                            WarningKind::MalformedSiblingMap { line: line.number, entries: m.entries },
+                                            WarningKind::MalformedSiblingMap {
+                                                line: line.number,
+                                                entries: m.entries,
+                                            },
                                         );
                                     } else if m.entries as usize > SIBLING_MAP_CAPACITY {
-                                        diag.file(file, WarningKind::SiblingMapTruncated { entries: m.entries });
+                                        diag.file(
+                                            file,
+                                            WarningKind::SiblingMapTruncated { entries: m.entries },
+                                        );
                                     }
                                     true
                                 },
@@ -708,12 +756,18 @@ impl<
                     }
                 }
                 EntryKind::IoLink | EntryKind::P2pLink => {
-                    let origin =
-                        if kind == EntryKind::IoLink { LinkOrigin::IoLink } else { LinkOrigin::P2pLink };
+                    let origin = if kind == EntryKind::IoLink {
+                        LinkOrigin::IoLink
+                    } else {
+                        LinkOrigin::P2pLink
+                    };
                     let rec = self
                         .links
                         .push_mut(Link { index, origin, props: LinkProperties::EMPTY })
-                        .map_err(|_| Error::Capacity { table: Table::Links, capacity: to_u32(LINKS) })?;
+                        .map_err(|_| Error::Capacity {
+                            table: Table::Links,
+                            capacity: to_u32(LINKS),
+                        })?;
                     match fetch(sysfs, &mut self.diag, file, buf) {
                         Fetched::Data(b) => {
                             parse_props::<LinkKey, WARNINGS, UNKNOWN>(
@@ -728,12 +782,14 @@ impl<
                             if let Some(from) = rec.props.node_from()
                                 && from != node
                             {
-                                self.diag.file(file, WarningKind::LinkFromMismatch { node_from: from });
+                                self.diag
+                                    .file(file, WarningKind::LinkFromMismatch { node_from: from });
                             }
                             if let Some(to) = rec.props.node_to()
                                 && self.nodes.binary_search_by_key(&to, |n| n.sysfs_id).is_err()
                             {
-                                self.diag.file(file, WarningKind::LinkTargetMissing { node_to: to });
+                                self.diag
+                                    .file(file, WarningKind::LinkTargetMissing { node_to: to });
                             }
                             false
                         }
@@ -831,9 +887,9 @@ impl<
                 let _ = props.set(LinkKey::NodeTo, u64::from(nb.sysfs_id));
                 let _ = props.set(LinkKey::Weight, u64::from(weight));
                 let index = to_u32(self.links.len() - start);
-                self.links
-                    .push(Link { index, origin: LinkOrigin::Derived, props })
-                    .map_err(|_| Error::Capacity { table: Table::Links, capacity: to_u32(LINKS) })?;
+                self.links.push(Link { index, origin: LinkOrigin::Derived, props }).map_err(
+                    |_| Error::Capacity { table: Table::Links, capacity: to_u32(LINKS) },
+                )?;
             }
             let span = Span { start: to_u32(start), len: to_u32(self.links.len() - start) };
             if let Some(n) = self.nodes.get_mut(a) {

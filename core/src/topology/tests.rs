@@ -114,7 +114,7 @@ fn mi308x_capture() {
             assert_eq!(n.cpu_cores_count(), Some(112));
             assert_eq!(n.gfx(), None);
             assert_eq!(n.vram_bytes(), None);
-            assert_eq!(n.properties().present_count(), 32);
+            assert_eq!(n.properties().present_count(), 30);
             let heap0: Vec<_> = n.mem_banks().iter().map(|b| b.heap_type()).collect();
             assert_eq!(heap0, [Some(HeapType::System)]);
             assert_eq!(link_types(n.io_links()), BTreeMap::from([(2, 16), (5, 1)]));
@@ -222,8 +222,8 @@ fn mi25_capture_old_driver() {
     }
     let mut mix: BTreeMap<(u32, u32), usize> = BTreeMap::new();
     for c in gpu.caches() {
-        *mix.entry((c.properties().size().unwrap(), c.properties().cache_type().unwrap())).or_default() +=
-            1;
+        *mix.entry((c.properties().size().unwrap(), c.properties().cache_type().unwrap()))
+            .or_default() += 1;
     }
     assert_eq!(mix, BTreeMap::from([((16, 9), 64), ((4, 9), 16), ((8, 10), 16)]));
     for n in t.nodes() {
@@ -289,7 +289,8 @@ fn mi210_capture_incomplete() {
     // What the capture lacks is flagged, not invented.
     let missing = |f: fn(&SysfsFile) -> bool| {
         count_warnings(&t, |w| {
-            w.kind == WarningKind::MissingFile && matches!(w.location, Location::File(ref x) if f(x))
+            w.kind == WarningKind::MissingFile
+                && matches!(w.location, Location::File(ref x) if f(x))
         })
     };
     assert_eq!(missing(|f| *f == SysfsFile::GenerationId), 1);
@@ -297,7 +298,10 @@ fn mi210_capture_incomplete() {
     assert_eq!(missing(|f| matches!(f, SysfsFile::GpuId(_))), 10);
     assert_eq!(missing(|f| matches!(f, SysfsFile::Name(_))), 10);
     let mismatch = |key: NodeKey| {
-        count_warnings(&t, |w| matches!(w.kind, WarningKind::CountMismatch { key: k, .. } if k == key))
+        count_warnings(
+            &t,
+            |w| matches!(w.kind, WarningKind::CountMismatch { key: k, .. } if k == key),
+        )
     };
     assert_eq!(mismatch(NodeKey::MemBanksCount), 10);
     assert_eq!(mismatch(NodeKey::CachesCount), 8);
@@ -317,12 +321,14 @@ fn mi210_capture_incomplete() {
 /// contents.
 fn cpu_only_listing() -> MemSysfs {
     let listing =
-        std::fs::read_to_string(profile_dir("cpu-only-virtual-crat-2021/LISTING-ls-lR.txt")).unwrap();
+        std::fs::read_to_string(profile_dir("cpu-only-virtual-crat-2021/LISTING-ls-lR.txt"))
+            .unwrap();
     let mut fs = MemSysfs::new();
     let mut dir = String::new();
     for line in listing.lines() {
         if let Some(d) = line.strip_suffix(':') {
-            dir = d.trim_start_matches("/sys/class/kfd/kfd/topology").trim_start_matches('/').into();
+            dir =
+                d.trim_start_matches("/sys/class/kfd/kfd/topology").trim_start_matches('/').into();
             continue;
         }
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -338,7 +344,8 @@ fn cpu_only_listing() -> MemSysfs {
                 match parent.split('/').collect::<Vec<_>>().as_slice() {
                     ["nodes"] => fs.add_dir_entry(SysfsDir::Nodes, i),
                     ["nodes", n, kind] => {
-                        let kind = EntryKind::ALL.into_iter().find(|k| k.dir_name() == *kind).unwrap();
+                        let kind =
+                            EntryKind::ALL.into_iter().find(|k| k.dir_name() == *kind).unwrap();
                         fs.add_dir_entry(SysfsDir::Entries { node: n.parse().unwrap(), kind }, i);
                     }
                     _ => {}
@@ -371,8 +378,13 @@ fn cpu_only_listing_shape() {
 
 // ------------------------------------------------------------------ synthetic trees
 
-const CPU_PROPS: &str = "cpu_cores_count 16\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\n\
-io_links_count 2\np2p_links_count 0\nmax_engine_clk_ccompute 3000\n";
+fn cpu_props(p2p_key: bool, io_links: u32) -> String {
+    let p2p = if p2p_key { "p2p_links_count 0\n" } else { "" };
+    format!(
+        "cpu_cores_count 16\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\n\
+         io_links_count {io_links}\n{p2p}max_engine_clk_ccompute 3000\n"
+    )
+}
 
 fn gpu_props(p2p_key: bool, hive: u64, io_links: u32) -> String {
     let mut s = format!(
@@ -394,16 +406,28 @@ fn link(ty: u32, from: u32, to: u32, weight: u32) -> String {
 /// GPU 3 under CPU 1, GPU 4 under CPU 0.
 fn two_socket_tree(cpu_link_type: u32, cpu_weight: u32, p2p_key: bool) -> MemSysfs {
     let mut fs = MemSysfs::new();
+    fs.insert("generation_id", b"1\n");
+    fs.insert("system_properties", b"platform_oem 1\nplatform_id 2\nplatform_rev 3\n");
+    for n in 0..5 {
+        fs.insert(&format!("nodes/{n}/name"), if n < 2 { b"\n" } else { b"ip discovery\n" });
+    }
     for (cpu, other, gpus) in [(0u32, 1u32, &[2u32, 4][..]), (1, 0, &[3][..])] {
         fs.insert(&format!("nodes/{cpu}/gpu_id"), b"0\n");
-        fs.insert(&format!("nodes/{cpu}/properties"), CPU_PROPS.as_bytes());
-        fs.insert(&format!("nodes/{cpu}/mem_banks/0/properties"), b"heap_type 0\nsize_in_bytes 1024\n");
+        let io = 1 + gpus.len() as u32;
+        fs.insert(&format!("nodes/{cpu}/properties"), cpu_props(p2p_key, io).as_bytes());
+        fs.insert(
+            &format!("nodes/{cpu}/mem_banks/0/properties"),
+            b"heap_type 0\nsize_in_bytes 1024\n",
+        );
         fs.insert(
             &format!("nodes/{cpu}/io_links/0/properties"),
             link(cpu_link_type, cpu, other, cpu_weight).as_bytes(),
         );
         for (i, g) in gpus.iter().enumerate() {
-            fs.insert(&format!("nodes/{cpu}/io_links/{}/properties", i + 1), link(2, cpu, *g, 20).as_bytes());
+            fs.insert(
+                &format!("nodes/{cpu}/io_links/{}/properties", i + 1),
+                link(2, cpu, *g, 20).as_bytes(),
+            );
         }
     }
     for (gpu, cpu) in [(2u32, 0u32), (3, 1), (4, 0)] {
@@ -415,11 +439,6 @@ fn two_socket_tree(cpu_link_type: u32, cpu_weight: u32, p2p_key: bool) -> MemSys
         );
         fs.insert(&format!("nodes/{gpu}/io_links/0/properties"), link(2, gpu, cpu, 20).as_bytes());
     }
-    // CPU 0 has two GPU links; fix its io_links_count.
-    fs.insert(
-        "nodes/0/properties",
-        CPU_PROPS.replace("io_links_count 2", "io_links_count 3").as_bytes(),
-    );
     fs
 }
 
@@ -540,8 +559,12 @@ fn missing_files_and_read_errors_are_warnings() {
     assert_eq!(n4.kind(), NodeKind::Cpu); // no simd_count: reported as what it shows
     assert_eq!(t.node(3).unwrap().gpu_id(), None);
     let kinds: Vec<_> = t.warnings().iter().map(|w| (w.location, w.kind)).collect();
-    assert!(kinds.contains(&(Location::File(SysfsFile::NodeProperties(4)), WarningKind::MissingFile)));
-    assert!(kinds.contains(&(Location::File(SysfsFile::GpuId(3)), WarningKind::ReadFailed(Errno::EIO))));
+    assert!(
+        kinds.contains(&(Location::File(SysfsFile::NodeProperties(4)), WarningKind::MissingFile))
+    );
+    assert!(
+        kinds.contains(&(Location::File(SysfsFile::GpuId(3)), WarningKind::ReadFailed(Errno::EIO)))
+    );
     assert!(kinds.contains(&(
         Location::Dir(SysfsDir::Entries { node: 2, kind: EntryKind::Cache }),
         WarningKind::ListFailed(Errno::EIO)
@@ -564,11 +587,18 @@ fn numbering_gaps_and_count_mismatches() {
     assert_eq!(n.mem_banks().len(), 2);
     assert_eq!(n.mem_banks()[0].index(), 3);
     assert_eq!(n.mem_banks()[1].properties().present_count(), 0);
-    let has = |loc: Location, kind: WarningKind| t.warnings().contains(&Warning { location: loc, kind });
-    assert!(has(Location::Dir(SysfsDir::Nodes), WarningKind::NumberingGap { expected: 5, found: 6 }));
+    let has =
+        |loc: Location, kind: WarningKind| t.warnings().contains(&Warning { location: loc, kind });
+    assert!(has(
+        Location::Dir(SysfsDir::Nodes),
+        WarningKind::NumberingGap { expected: 5, found: 6 }
+    ));
     let banks = Location::Dir(SysfsDir::Entries { node: 6, kind: EntryKind::MemBank });
     assert!(has(banks, WarningKind::NumberingGap { expected: 0, found: 3 }));
-    assert!(has(banks, WarningKind::CountMismatch { key: NodeKey::MemBanksCount, reported: 1, found: 2 }));
+    assert!(has(
+        banks,
+        WarningKind::CountMismatch { key: NodeKey::MemBanksCount, reported: 1, found: 2 }
+    ));
     assert!(has(
         Location::File(SysfsFile::EntryProperties { node: 6, kind: EntryKind::MemBank, index: 4 }),
         WarningKind::MissingFile
@@ -598,18 +628,23 @@ fn malformed_content_is_flagged_not_invented() {
     assert_eq!(n.hive_id(), Some(u64::MAX));
     assert_eq!(n.num_xcc(), None);
     assert_eq!(n.kind(), NodeKind::Cpu);
-    let unknown: Vec<_> = t.unknown_keys_of(Owner::Node { node: 0 }).map(|k| (k.name(), k.value())).collect();
+    let unknown: Vec<_> =
+        t.unknown_keys_of(Owner::Node { node: 0 }).map(|k| (k.name(), k.value())).collect();
     assert_eq!(unknown, [("family_id", 42)]);
     let c = &n.caches()[0];
-    assert_eq!(c.sibling_map().unwrap().len(), 2);
+    assert_eq!(c.sibling_map().unwrap().len(), 3);
     let got: Vec<WarningKind> = t.warnings().iter().map(|w| w.kind).collect();
     let want = [
         WarningKind::MissingFile, // generation_id
         WarningKind::MissingFile, // system_properties
         WarningKind::MalformedValue { line: 1, key: None },
         WarningKind::NameTooLong { len: 47 },
-        WarningKind::ValueOutOfRange { line: 3, key: KeyId::Node(NodeKey::SimdCount), value: 99999999999 },
-        WarningKind::MalformedLine { line: 4 },
+        WarningKind::ValueOutOfRange {
+            line: 3,
+            key: KeyId::Node(NodeKey::SimdCount),
+            value: 99999999999,
+        },
+        WarningKind::MalformedValue { line: 4, key: None },
         WarningKind::MalformedLine { line: 5 },
         WarningKind::MalformedValue { line: 6, key: Some(KeyId::Node(NodeKey::SimdPerCu)) },
         WarningKind::DuplicateKey { line: 8, key: KeyId::Node(NodeKey::CpuCoresCount) },
@@ -642,7 +677,9 @@ fn long_sibling_map_is_counted_and_cut() {
     assert_eq!(m.count_ones(), 86);
     assert_eq!(m.get(3), Some(true));
     assert_eq!(m.get(256), None);
-    assert!(t.warnings().iter().any(|w| w.kind == WarningKind::SiblingMapTruncated { entries: 1024 }));
+    assert!(
+        t.warnings().iter().any(|w| w.kind == WarningKind::SiblingMapTruncated { entries: 1024 })
+    );
 }
 
 #[test]
@@ -653,7 +690,9 @@ fn unknown_gfx_gpu_is_flagged() {
     let n = t.node(0).unwrap();
     assert_eq!(n.gfx(), None);
     assert_eq!(n.vgpr_size_per_cu(), None);
-    assert!(t.warnings().iter().any(|w| w.kind == WarningKind::UnknownGfx { device_id: Some(4660) }));
+    assert!(
+        t.warnings().iter().any(|w| w.kind == WarningKind::UnknownGfx { device_id: Some(4660) })
+    );
 }
 
 #[test]
@@ -677,7 +716,10 @@ fn apu_and_zero_divisors() {
 
 #[test]
 fn no_nodes_is_an_error() {
-    let fs = MemSysfs::from_files(&[("generation_id", "1\n"), ("system_properties", "platform_rev 1\n")]);
+    let fs = MemSysfs::from_files(&[
+        ("generation_id", "1\n"),
+        ("system_properties", "platform_rev 1\n"),
+    ]);
     let err = try_snapshot(&fs, &TestHost::default()).unwrap_err();
     assert_eq!(err, Error::NoNodes);
     assert_eq!(err.kind(), ErrorKind::NoDevice);
@@ -822,14 +864,16 @@ fn derived_links_count_against_capacity() {
     let fs = two_socket_tree(1, 32, false);
     let host = TestHost::default();
     let mut buf = [0u8; MIN_READ_BUFFER];
-    // 9 kernel links + 9 derived.
-    let mut t: Box<Topology<8, 8, 8, 17>> = boxed_with();
+    // 8 kernel links + 12 derived.
+    let mut t: Box<Topology<8, 8, 8, 19>> = boxed_with();
     assert_eq!(
         t.refresh(&fs, &host, &mut buf),
-        Err(Error::Capacity { table: Table::Links, capacity: 17 })
+        Err(Error::Capacity { table: Table::Links, capacity: 19 })
     );
-    let mut t: Box<Topology<8, 8, 8, 18>> = boxed_with();
+    let mut t: Box<Topology<8, 8, 8, 20>> = boxed_with();
     t.refresh(&fs, &host, &mut buf).unwrap();
+    let derived: usize = t.nodes().map(|n| n.derived_links().len()).sum();
+    assert_eq!(derived, 12);
 }
 
 #[test]
@@ -848,7 +892,7 @@ fn warnings_and_unknown_keys_are_bounded() {
         t
     };
     assert_eq!(t.warnings().len(), 16);
-    assert_eq!(t.warnings_dropped(), 102 - 16);
+    assert_eq!(t.warnings_dropped(), 104 - 16);
     assert_eq!(t.unknown_keys().len(), 8);
     assert_eq!(t.unknown_keys_dropped(), 93);
     assert_eq!(t.unknown_keys()[7].name(), "extra_key_7");
@@ -859,7 +903,10 @@ fn warnings_and_unknown_keys_are_bounded() {
 fn one_gpu(extra: &str) -> MemSysfs {
     let mut fs = MemSysfs::new();
     fs.insert("nodes/0/properties", b"cpu_cores_count 8\n");
-    fs.insert("nodes/1/properties", format!("simd_count 80\ngfx_target_version 90402\n{extra}").as_bytes());
+    fs.insert(
+        "nodes/1/properties",
+        format!("simd_count 80\ngfx_target_version 90402\n{extra}").as_bytes(),
+    );
     fs.insert("nodes/2/properties", b"simd_count 80\ngfx_target_version 110001\n");
     fs
 }
@@ -901,7 +948,12 @@ fn gfx_override_malformed_is_an_error() {
         ("HSA_OVERRIDE_GFX_VERSION", "64.0.0", None, OverrideError::OutOfRange),
         ("HSA_OVERRIDE_GFX_VERSION_1", "9.0.0.0", Some(1), OverrideError::Syntax),
         ("HSA_OVERRIDE_GFX_VERSION_2", "9.300.0", Some(2), OverrideError::OutOfRange),
-        ("HSA_OVERRIDE_GFX_VERSION", "1111111111111111111111111111111111.0.0", None, OverrideError::Syntax),
+        (
+            "HSA_OVERRIDE_GFX_VERSION",
+            "1111111111111111111111111111111111.0.0",
+            None,
+            OverrideError::Syntax,
+        ),
     ] {
         let err = try_snapshot(&fs, &TestHost::with(&[(var, value)])).unwrap_err();
         assert_eq!(err, Error::GfxOverride { node, reason }, "{var}={value}");
@@ -939,7 +991,8 @@ fn report_writer_can_walk_every_key_in_kernel_order() {
     let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
     let t = snapshot(&fs);
     let n = t.node(2).unwrap();
-    let text = std::fs::read_to_string(profile_dir("mi308x-8gpu-cpx/topology/nodes/2/properties")).unwrap();
+    let text = std::fs::read_to_string(profile_dir("mi308x-8gpu-cpx/topology/nodes/2/properties"))
+        .unwrap();
     let mut out = String::new();
     for k in NodeKey::ALL {
         if let Some(v) = n.get(*k) {
@@ -948,13 +1001,17 @@ fn report_writer_can_walk_every_key_in_kernel_order() {
     }
     // The kernel's own order and values, byte for byte.
     assert_eq!(out, text);
-    let text = std::fs::read_to_string(profile_dir("mi308x-8gpu-cpx/topology/nodes/2/caches/45/properties")).unwrap();
+    let text = std::fs::read_to_string(profile_dir(
+        "mi308x-8gpu-cpx/topology/nodes/2/caches/45/properties",
+    ))
+    .unwrap();
     let c = &n.caches()[45];
     let mut out = String::new();
     for k in CacheKey::ALL {
         match k {
             CacheKey::SiblingMap => {
-                let bits: Vec<&str> = c.sibling_map().unwrap().iter().map(|b| if b { "1" } else { "0" }).collect();
+                let bits: Vec<&str> =
+                    c.sibling_map().unwrap().iter().map(|b| if b { "1" } else { "0" }).collect();
                 out.push_str(&format!("sibling_map {}\n", bits.join(",")));
             }
             _ => out.push_str(&format!("{} {}\n", k.name(), c.get(*k).unwrap())),
@@ -990,7 +1047,9 @@ mod props {
         let mut out = Vec::new();
         for l in lines {
             match l {
-                L::Known(k, v) => out.extend_from_slice(format!("{} {v}\n", NodeKey::ALL[*k].name()).as_bytes()),
+                L::Known(k, v) => {
+                    out.extend_from_slice(format!("{} {v}\n", NodeKey::ALL[*k].name()).as_bytes())
+                }
                 L::Unknown(k, v) => out.extend_from_slice(format!("{k} {v}\n").as_bytes()),
                 L::Garbage(g) => {
                     out.extend(g.iter().copied().filter(|b| *b != b'\n'));
