@@ -46,18 +46,38 @@ impl FieldValue for u64 {
     }
 }
 
-/// FNV-1a over `bytes`, seeded, with a final avalanche so that the low bits are usable.
-#[inline]
-const fn hash(bytes: &[u8], seed: u32) -> u32 {
-    let mut h = 0x811C_9DC5u32 ^ seed.wrapping_mul(0x9E37_79B9);
+/// Packs a name into two words that differ for any two names of one key set: for names of
+/// 8 bytes or more, the first and the last 8 bytes (plus the length); for shorter ones, the
+/// bytes themselves. (If two names of a set collided here, no seed could separate them and
+/// the build would fail.)
+#[inline(always)]
+const fn words(bytes: &[u8]) -> (u64, u64) {
+    let n = bytes.len() as u64;
+    if let (Some(first), Some(last)) = (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) {
+        return (u64::from_le_bytes(*first), u64::from_le_bytes(*last) ^ n);
+    }
+    let mut w = 0u64;
     let mut rest = bytes;
+    let mut shift = 0;
     while let Some((b, tail)) = rest.split_first() {
-        h = (h ^ *b as u32).wrapping_mul(0x0100_0193);
+        w |= (*b as u64) << shift;
+        shift += 8;
         rest = tail;
     }
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x7FEB_352D);
-    h ^ (h >> 15)
+    (w, n)
+}
+
+/// A seeded multiply-xorshift hash of [`words`]: a handful of instructions per key,
+/// independent of its length.
+#[inline(always)]
+const fn hash(bytes: &[u8], seed: u32) -> u32 {
+    let (a, b) = words(bytes);
+    let mut x = a ^ b.rotate_left(29) ^ (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 29;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x >> 32) as u32
 }
 
 const EMPTY_SLOT: u8 = u8::MAX;

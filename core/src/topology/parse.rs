@@ -110,37 +110,136 @@ pub(crate) fn parse_decimal(s: &[u8]) -> Result<u64, ValueError> {
     if overflow { Err(ValueError::Overflow) } else { Ok(v) }
 }
 
+/// Skips to just after the next `\n` (or to the end).
+#[inline]
+fn skip_line(s: &[u8]) -> &[u8] {
+    match s.iter().position(|&b| b == b'\n') {
+        Some(i) => s.get(i + 1..).unwrap_or_default(),
+        None => &[],
+    }
+}
+
+/// Splits `s` after its leading run of bytes matching `f`: `(run, rest)`.
+#[inline(always)]
+fn take_while(s: &[u8], f: impl Fn(u8) -> bool) -> (&[u8], &[u8]) {
+    let mut rest = s;
+    while let [b, tail @ ..] = rest {
+        if !f(*b) {
+            break;
+        }
+        rest = tail;
+    }
+    let n = s.len() - rest.len();
+    (s.get(..n).unwrap_or_default(), rest)
+}
+
 impl<'a> Iterator for Lines<'a> {
     type Item = Item<'a>;
 
+    /// One pass over the line's bytes: key, blanks, digits (accumulated as they are met),
+    /// blanks, newline. Only a value that is not a plain number is scanned again, to find its
+    /// end.
     fn next(&mut self) -> Option<Item<'a>> {
         loop {
             if self.rest.is_empty() {
                 return None;
             }
-            let (line, rest) = split_line(self.rest);
-            self.rest = rest;
             self.number = self.number.saturating_add(1);
             let number = self.number;
-
-            // Leading blanks are tolerated only on an otherwise blank line.
-            let key_len = line.iter().position(|&b| !is_key_byte(b)).unwrap_or(line.len());
-            let (key, after) = line.split_at_checked(key_len).unwrap_or((line, &[]));
+            let (key, after_key) = take_while(self.rest, is_key_byte);
             if key.is_empty() {
-                if trim(line).is_empty() {
-                    continue;
+                // A blank line (skipped), or a line starting with a blank or a control or
+                // non-ASCII byte (malformed).
+                let (_, after) = take_while(after_key, is_blank);
+                match after.split_first() {
+                    None => {
+                        self.rest = after;
+                        return None;
+                    }
+                    Some((b'\n', rest)) => {
+                        self.rest = rest;
+                        continue;
+                    }
+                    Some(_) => {
+                        self.rest = skip_line(after);
+                        return Some(Item::Malformed { number });
+                    }
                 }
-                return Some(Item::Malformed { number });
             }
-            // The byte ending the key must be a blank (or the line ends).
-            match after.first() {
-                None => {}
-                Some(b) if is_blank(*b) => {}
-                Some(_) => return Some(Item::Malformed { number }),
+            match after_key.split_first() {
+                None => {
+                    self.rest = after_key;
+                    return Some(Item::Line(Line {
+                        number,
+                        key,
+                        raw: &[],
+                        value: Err(ValueError::Missing),
+                    }));
+                }
+                Some((b'\n', rest)) => {
+                    self.rest = rest;
+                    return Some(Item::Line(Line {
+                        number,
+                        key,
+                        raw: &[],
+                        value: Err(ValueError::Missing),
+                    }));
+                }
+                Some((b, _)) if is_blank(*b) => {}
+                Some(_) => {
+                    self.rest = skip_line(after_key);
+                    return Some(Item::Malformed { number });
+                }
             }
-            let raw = trim(after);
-            let value = parse_decimal(raw);
-            return Some(Item::Line(Line { number, key, raw, value }));
+            let (_, value_start) = take_while(after_key, is_blank);
+            // Digits, accumulated in the same pass. Up to 19 digits cannot overflow, so the
+            // loop uses wrapping arithmetic and longer numbers are re-checked below.
+            let mut v: u64 = 0;
+            let mut rest = value_start;
+            while let [b, tail @ ..] = rest {
+                let d = b.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+                rest = tail;
+            }
+            let digits = value_start.len() - rest.len();
+            let overflow = digits > 19
+                && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
+            let (_, after_blanks) = take_while(rest, is_blank);
+            match after_blanks.split_first() {
+                // `key digits [blanks] (\n | end)`: the common case.
+                None | Some((b'\n', _)) => {
+                    self.rest = after_blanks.get(1..).unwrap_or_default();
+                    let raw = value_start.get(..digits).unwrap_or_default();
+                    let value = match (digits, overflow) {
+                        (0, _) => Err(ValueError::Missing),
+                        (_, true) => Err(ValueError::Overflow),
+                        (_, false) => Ok(v),
+                    };
+                    return Some(Item::Line(Line { number, key, raw, value }));
+                }
+                // Anything else: the value is not a number; find the line's end.
+                Some(_) => {
+                    let end = value_start.iter().position(|&b| b == b'\n');
+                    let (raw, rest) = match end {
+                        Some(i) => (
+                            value_start.get(..i).unwrap_or_default(),
+                            value_start.get(i + 1..).unwrap_or_default(),
+                        ),
+                        None => (value_start, &[][..]),
+                    };
+                    self.rest = rest;
+                    let raw = trim(raw);
+                    return Some(Item::Line(Line {
+                        number,
+                        key,
+                        raw,
+                        value: Err(ValueError::NotDecimal),
+                    }));
+                }
+            }
         }
     }
 }
@@ -185,6 +284,40 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
         SiblingBits { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0, malformed: false };
     if raw.is_empty() {
         return out;
+    }
+    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: two bytes per
+    // entry. Anything else goes through the general loop below.
+    if raw.len() % 2 == 1 && raw.len() / 2 < SIBLING_MAP_CAPACITY {
+        let mut ok = true;
+        let mut i = 0usize;
+        let mut rest = raw;
+        loop {
+            let (bit, tail) = match rest {
+                [b'0', tail @ ..] => (0u32, tail),
+                [b'1', tail @ ..] => (1u32, tail),
+                _ => {
+                    ok = false;
+                    break;
+                }
+            };
+            if let Some(w) = out.bits.get_mut(i / 32) {
+                *w |= bit << (i % 32);
+            }
+            i += 1;
+            match tail {
+                [] => break,
+                [b',', more @ ..] => rest = more,
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            out.entries = i as u32;
+            return out;
+        }
+        out.bits = [0; SIBLING_MAP_CAPACITY / 32];
     }
     for item in raw.split(|&b| b == b',') {
         let bit = match trim(item) {
