@@ -110,10 +110,31 @@ pub(crate) fn parse_decimal(s: &[u8]) -> Result<u64, ValueError> {
     if overflow { Err(ValueError::Overflow) } else { Ok(v) }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Position of the first `\n` in `s`, eight bytes at a time.
+#[inline]
+fn find_newline(s: &[u8]) -> Option<usize> {
+    let mut done = 0usize;
+    let mut rest = s;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        let x = u64::from_le_bytes(*chunk) ^ (u64::from(b'\n') * ONES);
+        // A zero byte of `x` is a newline; the lowest flagged byte is always a true one.
+        let m = x.wrapping_sub(ONES) & !x & HIGHS;
+        if m != 0 {
+            return Some(done + (m.trailing_zeros() / 8) as usize);
+        }
+        done += 8;
+        rest = tail;
+    }
+    rest.iter().position(|&b| b == b'\n').map(|p| done + p)
+}
+
 /// Skips to just after the next `\n` (or to the end).
 #[inline]
 fn skip_line(s: &[u8]) -> &[u8] {
-    match s.iter().position(|&b| b == b'\n') {
+    match find_newline(s) {
         Some(i) => s.get(i + 1..).unwrap_or_default(),
         None => &[],
     }
@@ -222,7 +243,7 @@ impl<'a> Iterator for Lines<'a> {
                 }
                 // Anything else: the value is not a number; find the line's end.
                 Some(_) => {
-                    let end = value_start.iter().position(|&b| b == b'\n');
+                    let end = find_newline(value_start);
                     let (raw, rest) = match end {
                         Some(i) => (
                             value_start.get(..i).unwrap_or_default(),
@@ -285,13 +306,31 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
     if raw.is_empty() {
         return out;
     }
-    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: two bytes per
-    // entry. Anything else goes through the general loop below.
+    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: eight bytes (four
+    // entries) at a time, then two bytes per entry. Anything else goes through the general
+    // loop below.
     if raw.len() % 2 == 1 && raw.len() / 2 < SIBLING_MAP_CAPACITY {
-        let mut ok = true;
         let mut i = 0usize;
         let mut rest = raw;
-        loop {
+        let mut ok = true;
+        while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+            let w = u64::from_le_bytes(*chunk);
+            if w & 0xFF00_FF00_FF00_FF00 != 0x2C00_2C00_2C00_2C00
+                || w & 0x00FE_00FE_00FE_00FE != 0x0030_0030_0030_0030
+            {
+                ok = false;
+                break;
+            }
+            let d = w & 0x0001_0001_0001_0001;
+            let nibble = ((d | d >> 15 | d >> 30 | d >> 45) & 0xF) as u32;
+            if let Some(word) = out.bits.get_mut(i / 32) {
+                // i is a multiple of 4, so the nibble never straddles two words.
+                *word |= nibble << (i % 32);
+            }
+            i += 4;
+            rest = tail;
+        }
+        while ok {
             let (bit, tail) = match rest {
                 [b'0', tail @ ..] => (0u32, tail),
                 [b'1', tail @ ..] => (1u32, tail),
@@ -307,10 +346,7 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
             match tail {
                 [] => break,
                 [b',', more @ ..] => rest = more,
-                _ => {
-                    ok = false;
-                    break;
-                }
+                _ => ok = false,
             }
         }
         if ok {
@@ -428,6 +464,21 @@ mod tests {
     }
 
     #[test]
+    fn newline_search() {
+        let mut v = std::vec![b'x'; 40];
+        assert_eq!(find_newline(&v), None);
+        for i in 0..40 {
+            v[i] = b'\n';
+            assert_eq!(find_newline(&v), Some(i));
+            assert_eq!(find_newline(&v[..i]), None);
+            v[i] = 0x8a; // high-bit bytes are not newlines
+            assert_eq!(find_newline(&v), None);
+            v[i] = b'x';
+        }
+        assert_eq!(find_newline(b"\x0b\x09\n"), Some(2));
+    }
+
+    #[test]
     fn names() {
         assert_eq!(name_of(b"\n"), b"");
         assert_eq!(name_of(b"ip discovery\n"), b"ip discovery");
@@ -461,6 +512,33 @@ mod tests {
                 assert_eq!(bit(&m, i), set.contains(&i), "n={n} i={i}");
             }
         }
+    }
+
+    #[test]
+    fn sibling_fast_and_slow_paths_agree() {
+        for n in 1..=70usize {
+            let set: std::vec::Vec<usize> = (0..n).filter(|i| (i * 7 + n) % 3 == 0).collect();
+            let text = map_text(n, &set);
+            let fast = parse_sibling_map(&text);
+            let mut spaced = std::vec::Vec::new();
+            for (i, b) in text.iter().enumerate() {
+                spaced.push(*b);
+                if *b == b',' && i % 4 == 1 {
+                    spaced.push(b' '); // forces the general loop
+                }
+            }
+            let slow = parse_sibling_map(&spaced);
+            assert_eq!(fast, slow, "n={n}");
+            assert_eq!(fast.entries as usize, n);
+            for i in 0..n {
+                assert_eq!(bit(&fast, i), set.contains(&i));
+            }
+        }
+        // A bad byte inside a fast chunk.
+        let m = parse_sibling_map(b"1,0,1,2,0,1,0,1,1");
+        assert_eq!((m.entries, m.malformed), (3, true));
+        let m = parse_sibling_map(b"1,0,1,0;0,1,0,1,1");
+        assert_eq!((m.entries, m.malformed), (3, true));
     }
 
     #[test]
