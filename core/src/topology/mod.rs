@@ -95,7 +95,8 @@ pub use node::{
 pub use parse::SIBLING_MAP_CAPACITY;
 pub use snapshot::{
     DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
-    DEFAULT_WARNINGS, GENERATION_RETRIES, LISTING_CAPACITY, MIN_READ_BUFFER, NodeView, Topology,
+    DEFAULT_WARNINGS, EntryEnumeration, GENERATION_RETRIES, LISTING_CAPACITY, MIN_READ_BUFFER,
+    NodeView, Options, Topology,
 };
 
 use crate::error::{Errno, ErrorKind};

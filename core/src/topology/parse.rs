@@ -131,6 +131,30 @@ fn find_newline(s: &[u8]) -> Option<usize> {
     rest.iter().position(|&b| b == b'\n').map(|p| done + p)
 }
 
+/// Splits `s` after its leading run of key bytes (printable ASCII), eight bytes at a time.
+#[inline]
+fn split_key(s: &[u8]) -> (&[u8], &[u8]) {
+    let mut done = 0usize;
+    let mut rest = s;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        let x = u64::from_le_bytes(*chunk);
+        // Bytes below 0x21 (blank, control, newline) or above 0x7E (DEL, non-ASCII). Borrows
+        // and carries only flag bytes above a true hit, so the lowest flag is exact.
+        let below = x.wrapping_sub(0x21 * ONES) & !x;
+        let above = x.wrapping_add(ONES) | x;
+        let m = (below | above) & HIGHS;
+        if m != 0 {
+            done += (m.trailing_zeros() / 8) as usize;
+            return s.split_at_checked(done).unwrap_or((s, &[]));
+        }
+        done += 8;
+        rest = tail;
+    }
+    let (_, after) = take_while(rest, is_key_byte);
+    let key_len = s.len() - after.len();
+    (s.get(..key_len).unwrap_or_default(), after)
+}
+
 /// Skips to just after the next `\n` (or to the end).
 #[inline]
 fn skip_line(s: &[u8]) -> &[u8] {
@@ -167,7 +191,7 @@ impl<'a> Iterator for Lines<'a> {
             }
             self.number = self.number.saturating_add(1);
             let number = self.number;
-            let (key, after_key) = take_while(self.rest, is_key_byte);
+            let (key, after_key) = split_key(self.rest);
             if key.is_empty() {
                 // A blank line (skipped), or a line starting with a blank or a control or
                 // non-ASCII byte (malformed).
@@ -476,6 +500,22 @@ mod tests {
             v[i] = b'x';
         }
         assert_eq!(find_newline(b"\x0b\x09\n"), Some(2));
+    }
+
+    #[test]
+    fn key_split_matches_bytewise_scan() {
+        let mut v = std::vec![b'k'; 30];
+        for i in 0..30 {
+            for b in [b' ', b'\t', b'\n', 0x00, 0x1f, 0x7f, 0x80, 0xff] {
+                v[i] = b;
+                let (k, rest) = split_key(&v);
+                assert_eq!(k.len(), i, "byte {b:#x} at {i}");
+                assert_eq!(rest.len(), 30 - i);
+            }
+            v[i] = b'~';
+        }
+        assert_eq!(split_key(&v).0.len(), 30);
+        assert_eq!(split_key(b"!~ x").0, b"!~");
     }
 
     #[test]

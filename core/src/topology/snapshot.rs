@@ -39,6 +39,45 @@ pub const MIN_READ_BUFFER: usize = 4096;
 /// How many times a snapshot is retaken when `generation_id` changed while it was read.
 pub const GENERATION_RETRIES: u32 = 8;
 
+/// How the entry directories of a node (`mem_banks/`, `caches/`, `io_links/`, `p2p_links/`)
+/// are enumerated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EntryEnumeration {
+    /// List every directory (the default). Finds entries the counts do not mention and
+    /// reports [`CountMismatch`](super::WarningKind::CountMismatch) and numbering gaps: the
+    /// right choice for captures and simulated trees.
+    List,
+    /// For a kind whose `*_count` key the node's `properties` holds, read entries
+    /// `0..count` without listing — a live kernel creates exactly these — and list only when
+    /// the key is absent. A missing entry file is a
+    /// [`MissingFile`](super::WarningKind::MissingFile) warning and yields no record. Saves
+    /// one directory listing per node and kind (136 on the 34-node MI308X tree).
+    TrustCounts,
+}
+
+/// Knobs of [`Topology::refresh_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Options {
+    /// How entry directories are enumerated.
+    pub entries: EntryEnumeration,
+    /// How many times the walk is retaken when `generation_id` changed during it.
+    pub generation_retries: u32,
+}
+
+impl Options {
+    /// [`EntryEnumeration::List`], [`GENERATION_RETRIES`].
+    pub const DEFAULT: Self =
+        Self { entries: EntryEnumeration::List, generation_retries: GENERATION_RETRIES };
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 /// A snapshot of the KFD sysfs topology: every key of every file, what libhsakmt derives from
 /// them, and the inconsistencies found — in fixed-capacity tables, without allocation.
 ///
@@ -139,6 +178,14 @@ impl<'a> NodeView<'a> {
     pub fn vram_bytes(&self) -> Option<u64> {
         vram_bytes(self.banks)
     }
+}
+
+/// What became of one entry's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Read,
+    Denied,
+    Missing,
 }
 
 /// Outcome of reading one file.
@@ -412,6 +459,20 @@ impl<
         host: &H,
         buf: &mut [u8],
     ) -> Result<(), Error> {
+        self.refresh_with(sysfs, host, buf, &Options::DEFAULT)
+    }
+
+    /// [`refresh`](Self::refresh) with explicit [`Options`].
+    ///
+    /// # Errors
+    /// As [`refresh`](Self::refresh).
+    pub fn refresh_with<S: Sysfs + ?Sized, H: Host + ?Sized>(
+        &mut self,
+        sysfs: &S,
+        host: &H,
+        buf: &mut [u8],
+        options: &Options,
+    ) -> Result<(), Error> {
         if buf.len() < MIN_READ_BUFFER {
             self.clear();
             return Err(Error::BufferTooSmall {
@@ -419,7 +480,7 @@ impl<
                 min: MIN_READ_BUFFER as u32,
             });
         }
-        let result = self.take(sysfs, host, buf);
+        let result = self.take(sysfs, host, buf, options);
         if result.is_err() {
             self.clear();
         }
@@ -431,20 +492,22 @@ impl<
         sysfs: &S,
         host: &H,
         buf: &mut [u8],
+        options: &Options,
     ) -> Result<(), Error> {
+        let trust = options.entries == EntryEnumeration::TrustCounts;
         let mut attempts = 0u32;
         loop {
             attempts += 1;
             self.clear();
             let start = self.read_generation(sysfs, buf, true);
             self.read_system(sysfs, buf);
-            self.read_nodes(sysfs, buf)?;
+            self.read_nodes(sysfs, buf, trust)?;
             let end = self.read_generation(sysfs, buf, false);
             if start == end {
                 self.generation_id = start;
                 break;
             }
-            if attempts > GENERATION_RETRIES {
+            if attempts > options.generation_retries {
                 return Err(Error::Inconsistent { attempts });
             }
         }
@@ -506,7 +569,12 @@ impl<
         }
     }
 
-    fn read_nodes<S: Sysfs + ?Sized>(&mut self, sysfs: &S, buf: &mut [u8]) -> Result<(), Error> {
+    fn read_nodes<S: Sysfs + ?Sized>(
+        &mut self,
+        sysfs: &S,
+        buf: &mut [u8],
+        trust: bool,
+    ) -> Result<(), Error> {
         let dir = SysfsDir::Nodes;
         let total = sysfs
             .list_dir(dir, &mut self.listing)
@@ -531,7 +599,7 @@ impl<
                 .map_err(|_| Error::Capacity { table: Table::Nodes, capacity: to_u32(NODES) })?;
         }
         for i in 0..self.nodes.len() {
-            self.read_node(i, sysfs, buf)?;
+            self.read_node(i, sysfs, buf, trust)?;
         }
         Ok(())
     }
@@ -541,6 +609,7 @@ impl<
         i: usize,
         sysfs: &S,
         buf: &mut [u8],
+        trust: bool,
     ) -> Result<(), Error> {
         let Some(node) = self.nodes.get_mut(i) else { return Ok(()) };
         let id = node.sysfs_id;
@@ -606,7 +675,9 @@ impl<
         let props = node.props;
 
         for kind in EntryKind::ALL {
-            let (span, found, denied) = self.read_entries(id, kind, sysfs, buf)?;
+            let key = count_key(kind);
+            let trusted = if trust { props.get(key) } else { None };
+            let (span, found, denied) = self.read_entries(id, kind, sysfs, buf, trusted)?;
             if let Some(node) = self.nodes.get_mut(i) {
                 node.set_span(SpanKind::of(kind), span);
                 if denied {
@@ -614,7 +685,6 @@ impl<
                     return Ok(());
                 }
             }
-            let key = count_key(kind);
             if let (Some(reported), Some(found)) = (props.get(key), found)
                 && reported != u64::from(found)
             {
@@ -635,6 +705,7 @@ impl<
         kind: EntryKind,
         sysfs: &S,
         buf: &mut [u8],
+        trusted: Option<u64>,
     ) -> Result<(Span, Option<u32>, bool), Error> {
         let dir = SysfsDir::Entries { node, kind };
         let start = match kind {
@@ -644,7 +715,24 @@ impl<
         };
         let span =
             |end: usize| Span { start: to_u32(start), len: to_u32(end.saturating_sub(start)) };
-        let total = match sysfs.list_dir(dir, &mut self.listing) {
+        let listed = match trusted {
+            // Entries 0..count, without listing.
+            Some(count) => {
+                let count = usize::try_from(count).unwrap_or(usize::MAX);
+                if count > LISTING_CAPACITY {
+                    return Err(Error::Capacity {
+                        table: Table::Listing,
+                        capacity: LISTING_CAPACITY as u32,
+                    });
+                }
+                for (i, slot) in self.listing.iter_mut().take(count).enumerate() {
+                    *slot = to_u32(i);
+                }
+                Ok(count)
+            }
+            None => sysfs.list_dir(dir, &mut self.listing),
+        };
+        let total = match listed {
             Ok(n) => n,
             Err(Errno::EPERM) => return Ok((span(start), None, true)),
             Err(e) => {
@@ -658,15 +746,18 @@ impl<
                 capacity: LISTING_CAPACITY as u32,
             });
         }
-        let ids = self.listing.get_mut(..total).unwrap_or_default();
-        let n = sort_listing(ids, &mut self.diag, dir);
-        let found = to_u32(n);
+        let n = if trusted.is_some() {
+            total
+        } else {
+            sort_listing(self.listing.get_mut(..total).unwrap_or_default(), &mut self.diag, dir)
+        };
+        let found = if trusted.is_some() { None } else { Some(to_u32(n)) };
 
         for k in 0..n {
             let Some(index) = self.listing.get(k).copied() else { break };
             let file = entry_file(node, kind, index);
             let owner = Owner::Entry { node, kind, index };
-            let denied = match kind {
+            let outcome = match kind {
                 EntryKind::MemBank => {
                     let rec =
                         self.banks.push_mut(MemBank { index, props: Default::default() }).map_err(
@@ -683,10 +774,10 @@ impl<
                                 &mut self.unknown,
                                 no_special,
                             );
-                            false
+                            Outcome::Read
                         }
-                        Fetched::Denied => true,
-                        Fetched::Unavailable => false,
+                        Fetched::Denied => Outcome::Denied,
+                        Fetched::Unavailable => Outcome::Missing,
                     }
                 }
                 EntryKind::Cache => {
@@ -749,10 +840,10 @@ impl<
                                     true
                                 },
                             );
-                            false
+                            Outcome::Read
                         }
-                        Fetched::Denied => true,
-                        Fetched::Unavailable => false,
+                        Fetched::Denied => Outcome::Denied,
+                        Fetched::Unavailable => Outcome::Missing,
                     }
                 }
                 EntryKind::IoLink | EntryKind::P2pLink => {
@@ -791,13 +882,23 @@ impl<
                                 self.diag
                                     .file(file, WarningKind::LinkTargetMissing { node_to: to });
                             }
-                            false
+                            Outcome::Read
                         }
-                        Fetched::Denied => true,
-                        Fetched::Unavailable => false,
+                        Fetched::Denied => Outcome::Denied,
+                        Fetched::Unavailable => Outcome::Missing,
                     }
                 }
             };
+            let denied = outcome == Outcome::Denied;
+            if outcome == Outcome::Missing && trusted.is_some() {
+                // The count named a directory that is not there: no record.
+                match kind {
+                    EntryKind::MemBank => drop(self.banks.pop()),
+                    EntryKind::Cache => drop(self.caches.pop()),
+                    EntryKind::IoLink | EntryKind::P2pLink => drop(self.links.pop()),
+                }
+                continue;
+            }
             if denied {
                 // The record has no readable content; drop it.
                 match kind {
@@ -810,7 +911,7 @@ impl<
                     EntryKind::Cache => self.caches.len(),
                     EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
                 };
-                return Ok((span(end), Some(found), true));
+                return Ok((span(end), found, true));
             }
         }
         let end = match kind {
@@ -818,7 +919,7 @@ impl<
             EntryKind::Cache => self.caches.len(),
             EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
         };
-        Ok((span(end), Some(found), false))
+        Ok((span(end), found, false))
     }
 
     /// User ids, gfx versions, overrides, derived links.

@@ -766,6 +766,67 @@ fn refresh_in_place_reuses_and_replaces() {
     assert!(t.is_empty());
 }
 
+fn snapshot_opts(sysfs: &impl Sysfs, options: &Options) -> Box<Topo> {
+    let mut t = boxed();
+    let mut buf = [0u8; MIN_READ_BUFFER];
+    t.refresh_with(sysfs, &TestHost::default(), &mut buf, options).unwrap();
+    t
+}
+
+const TRUST: Options =
+    Options { entries: EntryEnumeration::TrustCounts, generation_retries: GENERATION_RETRIES };
+
+#[test]
+fn trust_counts_matches_listing_on_a_consistent_tree() {
+    let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
+    let listed = snapshot(&fs);
+    let lists_before = fs.lists.get();
+    let reads_before = fs.reads.get();
+    let trusted = snapshot_opts(&fs, &TRUST);
+    // nodes/ only; the same files.
+    assert_eq!(fs.lists.get() - lists_before, 1);
+    assert_eq!(fs.reads.get() - reads_before, fs.file_count() + 1);
+    assert_eq!(trusted.usage(), listed.usage());
+    for (a, b) in listed.nodes().zip(trusted.nodes()) {
+        assert_eq!(*a.node(), *b.node());
+        assert_eq!(a.mem_banks(), b.mem_banks());
+        assert_eq!(a.caches(), b.caches());
+        assert_eq!(a.io_links(), b.io_links());
+        assert_eq!(a.p2p_links(), b.p2p_links());
+    }
+    assert!(trusted.warnings().is_empty());
+}
+
+#[test]
+fn trust_counts_on_an_incomplete_capture() {
+    let fs = MemSysfs::from_dir(&profile_dir("mi210-8gpu-2hive/topology"));
+    let t = snapshot_opts(&fs, &TRUST);
+    // caches_count 217 and mem_banks_count 1 name files the capture lacks: flagged, no
+    // records invented.
+    assert!(t.nodes().all(|n| n.caches().is_empty() && n.mem_banks().is_empty()));
+    assert_eq!(t.node(2).unwrap().io_links().len(), 4);
+    assert_eq!(t.node(2).unwrap().p2p_links().len(), 5);
+    assert!(t.warnings_dropped() > 0);
+    assert!(!t.warnings().iter().any(|w| matches!(w.kind, WarningKind::CountMismatch { .. })));
+    // A count too large for a listing is a capacity error.
+    let fs = MemSysfs::from_files(&[("nodes/0/properties", "caches_count 5000\n")]);
+    let mut t = boxed();
+    let mut buf = [0u8; MIN_READ_BUFFER];
+    assert_eq!(
+        t.refresh_with(&fs, &TestHost::default(), &mut buf, &TRUST),
+        Err(Error::Capacity { table: Table::Listing, capacity: LISTING_CAPACITY as u32 })
+    );
+}
+
+#[test]
+fn trust_counts_lists_when_the_count_is_absent() {
+    let fs = MemSysfs::from_dir(&profile_dir("mi25-vega10-rocm18/topology"));
+    let t = snapshot_opts(&fs, &TRUST);
+    // No p2p_links_count on this driver: p2p_links/ is listed (and empty).
+    assert_eq!(fs.lists.get(), 1 + 2);
+    assert_eq!(t.node(1).unwrap().caches().len(), 96);
+}
+
 // ------------------------------------------------------------------ generation retry
 
 /// Wraps a tree; `generation_id` reads return min(read count, limit), so the first
@@ -808,6 +869,19 @@ fn generation_change_retries_then_succeeds() {
         assert_eq!(t.node_count(), 2);
         assert!(t.generation_id().is_some());
     }
+}
+
+#[test]
+fn generation_retries_are_configurable() {
+    let fs = MemSysfs::from_dir(&profile_dir("mi25-vega10-rocm18/topology"));
+    let flaky = Flaky::new(&fs, 1);
+    let mut t = boxed();
+    let mut buf = [0u8; MIN_READ_BUFFER];
+    let once = Options { generation_retries: 0, ..Options::DEFAULT };
+    assert_eq!(
+        t.refresh_with(&flaky, &TestHost::default(), &mut buf, &once),
+        Err(Error::Inconsistent { attempts: 1 })
+    );
 }
 
 #[test]
@@ -1289,6 +1363,12 @@ fn snapshot_cost_vs_plain_reads() {
         }
     });
     let snap = best(&mut || t.refresh(&disk, &host, &mut buf).unwrap());
+    let opts = Options { entries: EntryEnumeration::TrustCounts, ..Options::DEFAULT };
+    let trusted = best(&mut || t.refresh_with(&disk, &host, &mut buf, &opts).unwrap());
+    std::println!(
+        "trust counts: snapshot {trusted:?} (ratio {:.2})",
+        trusted.as_secs_f64() / plain.as_secs_f64()
+    );
     let dirs: Vec<SysfsDir> = std::iter::once(SysfsDir::Nodes)
         .chain((0..34).flat_map(|node| EntryKind::ALL.map(|kind| SysfsDir::Entries { node, kind })))
         .collect();
