@@ -22,6 +22,9 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)
 )]
 
+#[cfg(test)]
+extern crate std;
+
 pub mod error;
 pub mod platform;
 pub mod topology;

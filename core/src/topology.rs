@@ -1,1 +1,0 @@
-//! The KFD sysfs topology snapshot.

@@ -1,0 +1,212 @@
+//! The KFD sysfs topology snapshot.
+//!
+//! [`Topology::refresh`] walks the tree a [`Sysfs`](crate::platform::Sysfs) platform exposes —
+//! `generation_id`, `system_properties`, and per node `gpu_id`, `name`, `properties`,
+//! `mem_banks/*`, `caches/*`, `io_links/*`, `p2p_links/*` — into fixed-capacity tables, reading
+//! every file once into one caller buffer and parsing it in a single pass.
+//!
+//! What it keeps:
+//! - every key the kernel prints (KERNEL-CONTRACT §1.3–1.8), as a typed field with a presence
+//!   bit: [`NodeProperties`], [`MemBankProperties`], [`CacheProperties`] (+ [`SiblingMap`]),
+//!   [`LinkProperties`], [`SystemProperties`]. The key enums ([`NodeKey`], [`MemBankKey`],
+//!   [`CacheKey`], [`LinkKey`], [`SystemKey`]) list them in kernel order with their sysfs names,
+//!   so a report can print every key under its own name;
+//! - keys it does not know ([`UnknownKey`], bounded, with a dropped count);
+//! - every inconsistency as a typed [`Warning`] (bounded, with a dropped count): missing files,
+//!   counts that disagree with the directories, numbering gaps, malformed lines, values out of
+//!   range, repeated keys. Nothing absent is invented.
+//!
+//! What it derives, as libhsakmt does (`topology.c`): node kind ([`NodeKind`]), gfx version
+//! ([`GfxVersion`], from `gfx_target_version` or the device-id table), the
+//! `HSA_OVERRIDE_GFX_VERSION` override (kept apart from the real version), shader banks,
+//! register file sizes, XCC and CU counts, VRAM size from the frame-buffer banks, CPU-mediated
+//! GPU links when the kernel reports no p2p links, and NUMA weights.
+//!
+//! ```
+//! use hsakmt_core::error::Errno;
+//! use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
+//! use hsakmt_core::topology::{NodeKind, NodeKey, Topology};
+//!
+//! /// A one-node tree: a CPU with 8 cores.
+//! struct OneCpu;
+//! impl Sysfs for OneCpu {
+//!     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
+//!         let text: &[u8] = match file {
+//!             SysfsFile::GpuId(0) => b"0\n",
+//!             SysfsFile::NodeProperties(0) => b"cpu_cores_count 8\nsimd_count 0\n",
+//!             _ => return Err(Errno::ENOENT),
+//!         };
+//!         buf[..text.len()].copy_from_slice(text);
+//!         Ok(text.len())
+//!     }
+//!     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
+//!         if dir == SysfsDir::Nodes { out[0] = 0; Ok(1) } else { Ok(0) }
+//!     }
+//! }
+//! struct NoEnv;
+//! impl Host for NoEnv {
+//!     fn now_ns(&self) -> u64 { 0 }
+//!     fn process_id(&self) -> u32 { 1 }
+//!     fn env_var(&self, _: &str, _: &mut [u8]) -> Option<usize> { None }
+//! }
+//!
+//! // Small capacities for the example; the defaults hold an 8-GPU MI300X.
+//! let mut topo: Topology<4, 4, 8, 8> = Topology::new();
+//! let mut buf = [0u8; 4096];
+//! topo.refresh(&OneCpu, &NoEnv, &mut buf)?;
+//! let node = topo.node(0).unwrap();
+//! assert_eq!(node.kind(), NodeKind::Cpu);
+//! assert_eq!(node.get(NodeKey::CpuCoresCount), Some(8));
+//! assert_eq!(node.get(NodeKey::GfxTargetVersion), None); // absent, not 0
+//! assert!(!topo.warnings().is_empty()); // generation_id, name, ... are missing
+//! # Ok::<(), hsakmt_core::topology::Error>(())
+//! ```
+
+mod derive;
+mod diag;
+mod gfx;
+mod keys;
+mod node;
+mod parse;
+mod snapshot;
+
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+
+use core::fmt;
+
+pub use derive::AmdName;
+pub use diag::{Location, Warning, WarningKind};
+pub use gfx::{
+    DeviceGfx, GfxSource, GfxVersion, OVERRIDE_MAX_LEN, OverrideError, SGPR_SIZE_PER_CU,
+    lookup_device, parse_override, resolve as resolve_gfx, vgpr_size_per_cu,
+};
+pub use keys::{
+    CacheKey, CacheProperties, KeyId, LinkKey, LinkProperties, MemBankKey, MemBankProperties,
+    NodeKey, NodeProperties, SystemKey, SystemProperties, Width,
+};
+pub use node::{
+    Cache, Capability, Capability2, DebugProperties, HeapType, IoLinkType, Link, LinkOrigin,
+    MemBank, NAME_CAPACITY, Node, NodeKind, Owner, SiblingMap, UNKNOWN_KEY_NAME_CAPACITY,
+    UnknownKey,
+};
+pub use parse::SIBLING_MAP_CAPACITY;
+pub use snapshot::{
+    DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
+    DEFAULT_WARNINGS, EntryEnumeration, GENERATION_RETRIES, LISTING_CAPACITY, MIN_READ_BUFFER,
+    NodeView, Options, Topology,
+};
+
+use crate::error::{Errno, ErrorKind};
+use crate::platform::SysfsDir;
+
+/// A fixed-capacity table of the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Table {
+    /// Nodes (`NODES`).
+    Nodes,
+    /// Memory banks of all nodes (`BANKS`).
+    MemBanks,
+    /// Caches of all nodes (`CACHES`).
+    Caches,
+    /// io, p2p and derived links of all nodes (`LINKS`).
+    Links,
+    /// One directory listing ([`LISTING_CAPACITY`]).
+    Listing,
+}
+
+impl Table {
+    /// A short name: `nodes`, `mem_banks`, `caches`, `links`, `listing`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Nodes => "nodes",
+            Self::MemBanks => "mem_banks",
+            Self::Caches => "caches",
+            Self::Links => "links",
+            Self::Listing => "listing",
+        }
+    }
+}
+
+/// Why a snapshot could not be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Error {
+    /// The read buffer is shorter than [`MIN_READ_BUFFER`].
+    BufferTooSmall {
+        /// Bytes given.
+        len: u32,
+        /// Bytes needed.
+        min: u32,
+    },
+    /// A table is full.
+    Capacity {
+        /// Which table.
+        table: Table,
+        /// Its capacity.
+        capacity: u32,
+    },
+    /// `nodes/` is missing or has no node: no KFD topology.
+    NoNodes,
+    /// Listing `nodes/` failed.
+    ListFailed {
+        /// The directory.
+        dir: SysfsDir,
+        /// The errno.
+        errno: Errno,
+    },
+    /// `generation_id` changed during every attempt.
+    Inconsistent {
+        /// Walks made.
+        attempts: u32,
+    },
+    /// An `HSA_OVERRIDE_GFX_VERSION` variable is malformed.
+    GfxOverride {
+        /// The user node id of `HSA_OVERRIDE_GFX_VERSION_<id>`; `None` for the global variable.
+        node: Option<u32>,
+        /// What is wrong.
+        reason: OverrideError,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::BufferTooSmall { len, min } => {
+                write!(f, "read buffer of {len} bytes is below the minimum of {min}")
+            }
+            Self::Capacity { table, capacity } => {
+                write!(f, "topology table `{}` is full (capacity {capacity})", table.name())
+            }
+            Self::NoNodes => f.write_str("the topology has no nodes (no KFD, or nodes/ missing)"),
+            Self::ListFailed { errno, .. } => write!(f, "listing nodes/ failed: {errno}"),
+            Self::Inconsistent { attempts } => {
+                write!(f, "topology generation changed during each of {attempts} snapshots")
+            }
+            Self::GfxOverride { node: Some(n), reason } => {
+                write!(f, "HSA_OVERRIDE_GFX_VERSION_{n} is invalid: {reason}")
+            }
+            Self::GfxOverride { node: None, reason } => {
+                write!(f, "HSA_OVERRIDE_GFX_VERSION is invalid: {reason}")
+            }
+        }
+    }
+}
+
+impl crate::error::Error for Error {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::BufferTooSmall { .. } | Self::GfxOverride { .. } => ErrorKind::InvalidArgument,
+            Self::Capacity { .. } => ErrorKind::CapacityExhausted,
+            Self::NoNodes => ErrorKind::NoDevice,
+            Self::ListFailed { errno, .. } => errno.kind(),
+            Self::Inconsistent { .. } => ErrorKind::Inconsistent,
+        }
+    }
+}
+
+impl core::error::Error for Error {}

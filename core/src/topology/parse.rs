@@ -1,0 +1,616 @@
+//! Total parsers for the text the kernel prints: `key value\n` lines, single `%u` values, names
+//! and `sibling_map` bit lists. Every input yields a value or a typed complaint, never a panic.
+//!
+//! Accepted beyond the kernel's exact format (KERNEL-CONTRACT §1.2): CRLF line ends, several
+//! spaces or tabs between key and value, trailing blanks, blank lines, a missing final newline.
+
+/// Why a value is not a decimal number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueError {
+    /// The line has a key and nothing after it.
+    Missing,
+    /// The value contains something other than decimal digits.
+    NotDecimal,
+    /// The number does not fit 64 bits.
+    Overflow,
+}
+
+/// One `key value` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Line<'a> {
+    /// 1-based line number.
+    pub(crate) number: u32,
+    /// The key: printable ASCII without blanks.
+    pub(crate) key: &'a [u8],
+    /// The value text, blanks and CR trimmed (may be empty).
+    pub(crate) raw: &'a [u8],
+    /// The value as a decimal number.
+    pub(crate) value: Result<u64, ValueError>,
+}
+
+/// What one line of a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Item<'a> {
+    /// A key with a (possibly malformed) value.
+    Line(Line<'a>),
+    /// A line whose key is empty or holds bytes other than printable ASCII.
+    Malformed {
+        /// 1-based line number.
+        number: u32,
+    },
+}
+
+/// Iterator over the lines of a properties file; blank lines are skipped.
+pub(crate) struct Lines<'a> {
+    rest: &'a [u8],
+    number: u32,
+}
+
+impl<'a> Lines<'a> {
+    pub(crate) const fn new(bytes: &'a [u8]) -> Self {
+        Self { rest: bytes, number: 0 }
+    }
+}
+
+#[inline]
+const fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r')
+}
+
+#[inline]
+const fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_graphic()
+}
+
+/// Splits off one line (without its `\n`).
+#[inline]
+fn split_line(bytes: &[u8]) -> (&[u8], &[u8]) {
+    match bytes.iter().position(|&b| b == b'\n') {
+        Some(i) => (bytes.get(..i).unwrap_or_default(), bytes.get(i + 1..).unwrap_or_default()),
+        None => (bytes, &[]),
+    }
+}
+
+/// Trims blanks (space, tab, CR) at both ends.
+#[inline]
+pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if !is_blank(*first) {
+            break;
+        }
+        s = rest;
+    }
+    while let [rest @ .., last] = s {
+        if !is_blank(*last) {
+            break;
+        }
+        s = rest;
+    }
+    s
+}
+
+/// Parses a whole slice of decimal digits (no sign, no blanks) into a `u64`.
+#[inline]
+pub(crate) fn parse_decimal(s: &[u8]) -> Result<u64, ValueError> {
+    if s.is_empty() {
+        return Err(ValueError::Missing);
+    }
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    for &b in s {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(ValueError::NotDecimal);
+        }
+        match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(d))) {
+            Some(x) => v = x,
+            None => overflow = true,
+        }
+    }
+    if overflow { Err(ValueError::Overflow) } else { Ok(v) }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Position of the first `\n` in `s`, eight bytes at a time.
+#[inline]
+fn find_newline(s: &[u8]) -> Option<usize> {
+    let mut done = 0usize;
+    let mut rest = s;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        let x = u64::from_le_bytes(*chunk) ^ (u64::from(b'\n') * ONES);
+        // A zero byte of `x` is a newline; the lowest flagged byte is always a true one.
+        let m = x.wrapping_sub(ONES) & !x & HIGHS;
+        if m != 0 {
+            return Some(done + (m.trailing_zeros() / 8) as usize);
+        }
+        done += 8;
+        rest = tail;
+    }
+    rest.iter().position(|&b| b == b'\n').map(|p| done + p)
+}
+
+/// Splits `s` after its leading run of key bytes (printable ASCII), eight bytes at a time.
+#[inline]
+fn split_key(s: &[u8]) -> (&[u8], &[u8]) {
+    let mut done = 0usize;
+    let mut rest = s;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        let x = u64::from_le_bytes(*chunk);
+        // Bytes below 0x21 (blank, control, newline) or above 0x7E (DEL, non-ASCII). Borrows
+        // and carries only flag bytes above a true hit, so the lowest flag is exact.
+        let below = x.wrapping_sub(0x21 * ONES) & !x;
+        let above = x.wrapping_add(ONES) | x;
+        let m = (below | above) & HIGHS;
+        if m != 0 {
+            done += (m.trailing_zeros() / 8) as usize;
+            return s.split_at_checked(done).unwrap_or((s, &[]));
+        }
+        done += 8;
+        rest = tail;
+    }
+    let (_, after) = take_while(rest, is_key_byte);
+    let key_len = s.len() - after.len();
+    (s.get(..key_len).unwrap_or_default(), after)
+}
+
+/// Skips to just after the next `\n` (or to the end).
+#[inline]
+fn skip_line(s: &[u8]) -> &[u8] {
+    match find_newline(s) {
+        Some(i) => s.get(i + 1..).unwrap_or_default(),
+        None => &[],
+    }
+}
+
+/// Splits `s` after its leading run of bytes matching `f`: `(run, rest)`.
+#[inline(always)]
+fn take_while(s: &[u8], f: impl Fn(u8) -> bool) -> (&[u8], &[u8]) {
+    let mut rest = s;
+    while let [b, tail @ ..] = rest {
+        if !f(*b) {
+            break;
+        }
+        rest = tail;
+    }
+    let n = s.len() - rest.len();
+    (s.get(..n).unwrap_or_default(), rest)
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = Item<'a>;
+
+    /// One pass over the line's bytes: key, blanks, digits (accumulated as they are met),
+    /// blanks, newline. Only a value that is not a plain number is scanned again, to find its
+    /// end.
+    fn next(&mut self) -> Option<Item<'a>> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            self.number = self.number.saturating_add(1);
+            let number = self.number;
+            let (key, after_key) = split_key(self.rest);
+            if key.is_empty() {
+                // A blank line (skipped), or a line starting with a blank or a control or
+                // non-ASCII byte (malformed).
+                let (_, after) = take_while(after_key, is_blank);
+                match after.split_first() {
+                    None => {
+                        self.rest = after;
+                        return None;
+                    }
+                    Some((b'\n', rest)) => {
+                        self.rest = rest;
+                        continue;
+                    }
+                    Some(_) => {
+                        self.rest = skip_line(after);
+                        return Some(Item::Malformed { number });
+                    }
+                }
+            }
+            match after_key.split_first() {
+                None => {
+                    self.rest = after_key;
+                    return Some(Item::Line(Line {
+                        number,
+                        key,
+                        raw: &[],
+                        value: Err(ValueError::Missing),
+                    }));
+                }
+                Some((b'\n', rest)) => {
+                    self.rest = rest;
+                    return Some(Item::Line(Line {
+                        number,
+                        key,
+                        raw: &[],
+                        value: Err(ValueError::Missing),
+                    }));
+                }
+                Some((b, _)) if is_blank(*b) => {}
+                Some(_) => {
+                    self.rest = skip_line(after_key);
+                    return Some(Item::Malformed { number });
+                }
+            }
+            let (_, value_start) = take_while(after_key, is_blank);
+            // Digits, accumulated in the same pass. Up to 19 digits cannot overflow, so the
+            // loop uses wrapping arithmetic and longer numbers are re-checked below.
+            let mut v: u64 = 0;
+            let mut rest = value_start;
+            while let [b, tail @ ..] = rest {
+                let d = b.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+                rest = tail;
+            }
+            let digits = value_start.len() - rest.len();
+            let overflow = digits > 19
+                && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
+            let (_, after_blanks) = take_while(rest, is_blank);
+            match after_blanks.split_first() {
+                // `key digits [blanks] (\n | end)`: the common case.
+                None | Some((b'\n', _)) => {
+                    self.rest = after_blanks.get(1..).unwrap_or_default();
+                    let raw = value_start.get(..digits).unwrap_or_default();
+                    let value = match (digits, overflow) {
+                        (0, _) => Err(ValueError::Missing),
+                        (_, true) => Err(ValueError::Overflow),
+                        (_, false) => Ok(v),
+                    };
+                    return Some(Item::Line(Line { number, key, raw, value }));
+                }
+                // Anything else: the value is not a number; find the line's end.
+                Some(_) => {
+                    let end = find_newline(value_start);
+                    let (raw, rest) = match end {
+                        Some(i) => (
+                            value_start.get(..i).unwrap_or_default(),
+                            value_start.get(i + 1..).unwrap_or_default(),
+                        ),
+                        None => (value_start, &[][..]),
+                    };
+                    self.rest = rest;
+                    let raw = trim(raw);
+                    return Some(Item::Line(Line {
+                        number,
+                        key,
+                        raw,
+                        value: Err(ValueError::NotDecimal),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// Parses a file holding one `%u` value (`generation_id`, `gpu_id`).
+pub(crate) fn parse_single_u32(bytes: &[u8]) -> Result<u32, ValueError> {
+    let (line, rest) = split_line(bytes);
+    if !trim(rest).is_empty() {
+        return Err(ValueError::NotDecimal);
+    }
+    let v = parse_decimal(trim(line))?;
+    u32::try_from(v).map_err(|_| ValueError::Overflow)
+}
+
+/// The content of a `name` file: everything before the first newline (the kernel prints
+/// `"%s\n"`; a CPU node's file is a single `\n`).
+pub(crate) fn name_of(bytes: &[u8]) -> &[u8] {
+    let (line, _) = split_line(bytes);
+    match line {
+        [rest @ .., b'\r'] => rest,
+        _ => line,
+    }
+}
+
+/// Capacity of a [`SiblingMap`](super::SiblingMap) in entries (libhsakmt's `HSA_CPU_SIBLINGS`).
+pub const SIBLING_MAP_CAPACITY: usize = 256;
+
+/// Result of parsing a `sibling_map` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SiblingBits {
+    pub(crate) bits: [u32; SIBLING_MAP_CAPACITY / 32],
+    /// Entries parsed (may exceed the capacity; bits beyond it are not stored).
+    pub(crate) entries: u32,
+    /// A malformed entry was found; parsing stopped before it.
+    pub(crate) malformed: bool,
+}
+
+/// Parses `0,1,0,...` (entries of exactly `0` or `1`). Stops at the first malformed entry,
+/// keeping the entries before it.
+pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
+    let mut out =
+        SiblingBits { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0, malformed: false };
+    if raw.is_empty() {
+        return out;
+    }
+    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: eight bytes (four
+    // entries) at a time, then two bytes per entry. Anything else goes through the general
+    // loop below.
+    if raw.len() % 2 == 1 && raw.len() / 2 < SIBLING_MAP_CAPACITY {
+        let mut i = 0usize;
+        let mut rest = raw;
+        let mut ok = true;
+        while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+            let w = u64::from_le_bytes(*chunk);
+            if w & 0xFF00_FF00_FF00_FF00 != 0x2C00_2C00_2C00_2C00
+                || w & 0x00FE_00FE_00FE_00FE != 0x0030_0030_0030_0030
+            {
+                ok = false;
+                break;
+            }
+            let d = w & 0x0001_0001_0001_0001;
+            let nibble = ((d | d >> 15 | d >> 30 | d >> 45) & 0xF) as u32;
+            if let Some(word) = out.bits.get_mut(i / 32) {
+                // i is a multiple of 4, so the nibble never straddles two words.
+                *word |= nibble << (i % 32);
+            }
+            i += 4;
+            rest = tail;
+        }
+        while ok {
+            let (bit, tail) = match rest {
+                [b'0', tail @ ..] => (0u32, tail),
+                [b'1', tail @ ..] => (1u32, tail),
+                _ => {
+                    ok = false;
+                    break;
+                }
+            };
+            if let Some(w) = out.bits.get_mut(i / 32) {
+                *w |= bit << (i % 32);
+            }
+            i += 1;
+            match tail {
+                [] => break,
+                [b',', more @ ..] => rest = more,
+                _ => ok = false,
+            }
+        }
+        if ok {
+            out.entries = i as u32;
+            return out;
+        }
+        out.bits = [0; SIBLING_MAP_CAPACITY / 32];
+    }
+    for item in raw.split(|&b| b == b',') {
+        let bit = match trim(item) {
+            b"0" => false,
+            b"1" => true,
+            _ => {
+                out.malformed = true;
+                break;
+            }
+        };
+        let i = out.entries as usize;
+        if bit && let Some(w) = out.bits.get_mut(i / 32) {
+            *w |= 1 << (i % 32);
+        }
+        out.entries = out.entries.saturating_add(1);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn lines(s: &[u8]) -> Vec<Item<'_>> {
+        Lines::new(s).collect()
+    }
+
+    fn kv(number: u32, key: &'static [u8], v: u64) -> Item<'static> {
+        let raw: &'static [u8] = std::boxed::Box::leak(std::format!("{v}").into_bytes().into());
+        Item::Line(Line { number, key, raw, value: Ok(v) })
+    }
+
+    #[test]
+    fn empty_file_has_no_lines() {
+        assert!(lines(b"").is_empty());
+        assert!(lines(b"\n").is_empty());
+        assert!(lines(b"\n\n  \r\n").is_empty());
+    }
+
+    #[test]
+    fn kernel_format() {
+        assert_eq!(lines(b"a 1\nbb 22\n"), [kv(1, b"a", 1), kv(2, b"bb", 22)]);
+    }
+
+    #[test]
+    fn no_trailing_newline_and_crlf() {
+        assert_eq!(lines(b"a 1\r\nb 2"), [kv(1, b"a", 1), kv(2, b"b", 2)]);
+        assert_eq!(lines(b"a\t 7 \r"), [kv(1, b"a", 7)]);
+    }
+
+    #[test]
+    fn blank_lines_keep_numbering() {
+        assert_eq!(lines(b"\na 1\n\nb 2\n"), [kv(2, b"a", 1), kv(4, b"b", 2)]);
+    }
+
+    #[test]
+    fn garbage_lines() {
+        let items = lines(b" leading 1\n\xff\xfe 2\nkey\x01 3\nok 4\n");
+        assert_eq!(items[0], Item::Malformed { number: 1 });
+        assert_eq!(items[1], Item::Malformed { number: 2 });
+        assert_eq!(items[2], Item::Malformed { number: 3 });
+        assert_eq!(items[3], kv(4, b"ok", 4));
+    }
+
+    #[test]
+    fn bad_values() {
+        let items = lines(b"a\nb x\nc -1\nd 0x10\ne 1 2\nf 99999999999999999999\ng 1.5\n");
+        let vals: Vec<_> = items
+            .iter()
+            .map(|i| match i {
+                Item::Line(l) => l.value,
+                Item::Malformed { .. } => panic!("{i:?}"),
+            })
+            .collect();
+        assert_eq!(
+            vals,
+            [
+                Err(ValueError::Missing),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::NotDecimal),
+                Err(ValueError::Overflow),
+                Err(ValueError::NotDecimal),
+            ]
+        );
+    }
+
+    #[test]
+    fn huge_numbers() {
+        assert_eq!(parse_decimal(b"18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_decimal(b"18446744073709551616"), Err(ValueError::Overflow));
+        assert_eq!(parse_decimal(b"000000000000000000000000000042"), Ok(42));
+        assert_eq!(parse_decimal(b"99999999999999999999999999999x"), Err(ValueError::NotDecimal));
+    }
+
+    #[test]
+    fn single_values() {
+        assert_eq!(parse_single_u32(b"33\n"), Ok(33));
+        assert_eq!(parse_single_u32(b"33"), Ok(33));
+        assert_eq!(parse_single_u32(b"4294967295\n"), Ok(u32::MAX));
+        assert_eq!(parse_single_u32(b"4294967296\n"), Err(ValueError::Overflow));
+        assert_eq!(parse_single_u32(b""), Err(ValueError::Missing));
+        assert_eq!(parse_single_u32(b"\n"), Err(ValueError::Missing));
+        assert_eq!(parse_single_u32(b"1\n2\n"), Err(ValueError::NotDecimal));
+        assert_eq!(parse_single_u32(b"1 2\n"), Err(ValueError::NotDecimal));
+    }
+
+    #[test]
+    fn newline_search() {
+        let mut v = std::vec![b'x'; 40];
+        assert_eq!(find_newline(&v), None);
+        for i in 0..40 {
+            v[i] = b'\n';
+            assert_eq!(find_newline(&v), Some(i));
+            assert_eq!(find_newline(&v[..i]), None);
+            v[i] = 0x8a; // high-bit bytes are not newlines
+            assert_eq!(find_newline(&v), None);
+            v[i] = b'x';
+        }
+        assert_eq!(find_newline(b"\x0b\x09\n"), Some(2));
+    }
+
+    #[test]
+    fn key_split_matches_bytewise_scan() {
+        let mut v = std::vec![b'k'; 30];
+        for i in 0..30 {
+            for b in [b' ', b'\t', b'\n', 0x00, 0x1f, 0x7f, 0x80, 0xff] {
+                v[i] = b;
+                let (k, rest) = split_key(&v);
+                assert_eq!(k.len(), i, "byte {b:#x} at {i}");
+                assert_eq!(rest.len(), 30 - i);
+            }
+            v[i] = b'~';
+        }
+        assert_eq!(split_key(&v).0.len(), 30);
+        assert_eq!(split_key(b"!~ x").0, b"!~");
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(name_of(b"\n"), b"");
+        assert_eq!(name_of(b"ip discovery\n"), b"ip discovery");
+        assert_eq!(name_of(b"vega10"), b"vega10");
+        assert_eq!(name_of(b"x\r\nmore"), b"x");
+    }
+
+    fn map_text(n: usize, set: &[usize]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for i in 0..n {
+            if i > 0 {
+                v.push(b',');
+            }
+            v.push(if set.contains(&i) { b'1' } else { b'0' });
+        }
+        v
+    }
+
+    fn bit(m: &SiblingBits, i: usize) -> bool {
+        m.bits[i / 32] >> (i % 32) & 1 == 1
+    }
+
+    #[test]
+    fn sibling_maps_of_32_128_256() {
+        for n in [32usize, 128, 256] {
+            let set = [0, 5, n - 1];
+            let m = parse_sibling_map(&map_text(n, &set));
+            assert_eq!(m.entries as usize, n);
+            assert!(!m.malformed);
+            for i in 0..n {
+                assert_eq!(bit(&m, i), set.contains(&i), "n={n} i={i}");
+            }
+        }
+    }
+
+    #[test]
+    fn sibling_fast_and_slow_paths_agree() {
+        for n in 1..=70usize {
+            let set: std::vec::Vec<usize> = (0..n).filter(|i| (i * 7 + n) % 3 == 0).collect();
+            let text = map_text(n, &set);
+            let fast = parse_sibling_map(&text);
+            let mut spaced = std::vec::Vec::new();
+            for (i, b) in text.iter().enumerate() {
+                spaced.push(*b);
+                if *b == b',' && i % 4 == 1 {
+                    spaced.push(b' '); // forces the general loop
+                }
+            }
+            let slow = parse_sibling_map(&spaced);
+            assert_eq!(fast, slow, "n={n}");
+            assert_eq!(fast.entries as usize, n);
+            for i in 0..n {
+                assert_eq!(bit(&fast, i), set.contains(&i));
+            }
+        }
+        // A bad byte inside a fast chunk.
+        let m = parse_sibling_map(b"1,0,1,2,0,1,0,1,1");
+        assert_eq!((m.entries, m.malformed), (3, true));
+        let m = parse_sibling_map(b"1,0,1,0;0,1,0,1,1");
+        assert_eq!((m.entries, m.malformed), (3, true));
+    }
+
+    #[test]
+    fn longer_sibling_map_counts_entries_beyond_capacity() {
+        let m = parse_sibling_map(&map_text(1024, &[1, 300]));
+        assert_eq!(m.entries, 1024);
+        assert!(bit(&m, 1));
+        assert!(!m.malformed);
+    }
+
+    #[test]
+    fn truncated_and_bad_sibling_maps() {
+        let m = parse_sibling_map(b"1,0,1,");
+        assert_eq!((m.entries, m.malformed), (3, true));
+        let m = parse_sibling_map(b"1,0,2,1");
+        assert_eq!((m.entries, m.malformed), (2, true));
+        let m = parse_sibling_map(b"1,0,");
+        assert_eq!((m.entries, m.malformed), (2, true));
+        let m = parse_sibling_map(b"");
+        assert_eq!((m.entries, m.malformed), (0, false));
+        let m = parse_sibling_map(b"1");
+        assert_eq!((m.entries, m.malformed, bit(&m, 0)), (1, false, true));
+    }
+
+    #[test]
+    fn sibling_line_through_the_line_parser() {
+        let items = lines(b"type 9\nsibling_map 1,0,0,1\n");
+        let Item::Line(l) = items[1] else { panic!() };
+        assert_eq!(l.key, b"sibling_map");
+        assert_eq!(l.value, Err(ValueError::NotDecimal));
+        let m = parse_sibling_map(l.raw);
+        assert_eq!(m.entries, 4);
+        assert!(bit(&m, 3));
+    }
+}
