@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
 use hsakmt_core::error::Errno;
-use hsakmt_linux::{LinuxPlatform, SysfsTree, KFD_TOPOLOGY_ROOT};
+use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
+use hsakmt_linux::{KFD_TOPOLOGY_ROOT, LinuxPlatform, SysfsTree};
 use hsakmt_sim::{Profile, SimPlatform};
 
 /// Selects the topology source.

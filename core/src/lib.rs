@@ -25,6 +25,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod device;
 pub mod error;
 pub mod platform;
 pub mod topology;

@@ -1,0 +1,298 @@
+//! [`Kfd`]: the hsaKmt-style facade over one [`Platform`] — open/close and version, the
+//! topology, and (in the sibling modules) memory, queues and events.
+//!
+//! `Kfd` is `Send + Sync`: its bookkeeping tables each sit behind their own `spin` lock, held
+//! only for bookkeeping — never across an ioctl or a wait — and queue submission takes no lock.
+//!
+//! `Kfd` is large (the topology snapshot alone is a few hundred KiB; tables grow with their
+//! capacities): keep it in a `static`, a `Box`, or a thread with a large stack.
+
+mod session;
+
+use core::fmt;
+
+use crate::error::{Errno, ErrorKind};
+use crate::platform::{Ioctl, OpenError, Platform};
+use crate::topology::{self, MIN_READ_BUFFER, Topology};
+use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
+
+use session::{Session, Usability};
+
+/// How many times an ioctl interrupted by a signal (`EINTR`, `EAGAIN`) is issued again before
+/// the error is returned.
+pub const IOCTL_RETRIES: u32 = 64;
+
+/// What [`Kfd::open`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Opened {
+    /// The device was opened, checked and its topology read.
+    First,
+    /// It was already open in this process; the open count is now `count`
+    /// (libhsakmt's `HSAKMT_STATUS_KERNEL_ALREADY_OPENED`).
+    Again {
+        /// The open count after this call.
+        count: u32,
+    },
+}
+
+/// An error of the device facade.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    /// The device is not open (never opened, or closed).
+    NotOpened,
+    /// This process is a fork of the one that opened the device: it must open it itself.
+    ForkedChild,
+    /// `/dev/kfd` could not be opened.
+    Open(OpenError),
+    /// The kernel's interface major version is not 1.
+    VersionMismatch {
+        /// What the kernel reported.
+        kernel: KfdVersion,
+    },
+    /// The running kernel is too old for the operation.
+    NotSupported {
+        /// What was asked for.
+        feature: &'static str,
+        /// The KFD minor version that introduced it.
+        needs_minor: u32,
+        /// The kernel's version.
+        kernel: KfdVersion,
+    },
+    /// An ioctl failed.
+    Ioctl {
+        /// Its name without the `AMDKFD_IOC_` prefix.
+        name: &'static str,
+        /// The kernel's errno.
+        errno: Errno,
+    },
+    /// The topology could not be read.
+    Topology(topology::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotOpened => f.write_str("the KFD device is not open"),
+            Self::ForkedChild => f.write_str(
+                "the KFD device was opened by the parent process, not in this (forked) process; \
+                 open it again here",
+            ),
+            Self::Open(e) => e.fmt(f),
+            Self::VersionMismatch { kernel } => write!(
+                f,
+                "the kernel's KFD interface is version {}.{}; this library speaks major {}",
+                kernel.major, kernel.minor, KFD_IOCTL_MAJOR_VERSION
+            ),
+            Self::NotSupported { feature, needs_minor, kernel } => write!(
+                f,
+                "{feature} needs KFD interface 1.{needs_minor}, the kernel has {}.{}",
+                kernel.major, kernel.minor
+            ),
+            Self::Ioctl { name, errno } => write!(f, "AMDKFD_IOC_{name} failed: {errno}"),
+            Self::Topology(e) => e.fmt(f),
+        }
+    }
+}
+
+impl crate::error::Error for Error {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NotOpened | Self::ForkedChild => ErrorKind::NotOpened,
+            Self::Open(e) => e.kind(),
+            Self::VersionMismatch { .. } => ErrorKind::DriverMismatch,
+            Self::NotSupported { .. } => ErrorKind::NotSupported,
+            Self::Ioctl { errno, .. } => errno.kind(),
+            Self::Topology(e) => e.kind(),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+impl From<topology::Error> for Error {
+    fn from(e: topology::Error) -> Self {
+        Self::Topology(e)
+    }
+}
+
+/// The KFD device facade over platform `P`.
+pub struct Kfd<P: Platform> {
+    platform: P,
+    session: Session,
+    /// Serialises open and close against each other (never held by other calls).
+    lifecycle: spin::Mutex<()>,
+    topology: spin::RwLock<Topology>,
+}
+
+impl<P: Platform> fmt::Debug for Kfd<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kfd")
+            .field("open_count", &self.session.count())
+            .field("version", &self.session.version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Platform> Kfd<P> {
+    /// A closed device over `platform`.
+    pub const fn new(platform: P) -> Self {
+        Self {
+            platform,
+            session: Session::new(),
+            lifecycle: spin::Mutex::new(()),
+            topology: spin::RwLock::new(Topology::new()),
+        }
+    }
+
+    /// The platform.
+    pub const fn platform(&self) -> &P {
+        &self.platform
+    }
+
+    /// Opens the device (`hsaKmtOpenKFD` + `hsaKmtAcquireSystemProperties`): opens `/dev/kfd`,
+    /// checks the interface version and takes the topology snapshot. Opening again in the same
+    /// process only counts ([`Opened::Again`]); a forked child's open discards the parent's
+    /// state and opens afresh.
+    ///
+    /// # Errors
+    /// [`Error::Open`] with what to do, [`Error::VersionMismatch`], [`Error::Ioctl`] for
+    /// `GET_VERSION`, [`Error::Topology`]. On error the device stays closed.
+    pub fn open(&self) -> Result<Opened, Error> {
+        let _guard = self.lifecycle.lock();
+        let pid = self.platform.process_id();
+        match self.session.usability(pid) {
+            Usability::Open => return Ok(Opened::Again { count: self.session.reopen() }),
+            Usability::Forked => {
+                // The parent's descriptor and mappings are not ours; forget them.
+                self.platform.close();
+                self.session.reset();
+            }
+            Usability::Closed => {}
+        }
+        self.platform.open().map_err(Error::Open)?;
+        match self.start(pid) {
+            Ok(()) => Ok(Opened::First),
+            Err(e) => {
+                self.platform.close();
+                Err(e)
+            }
+        }
+    }
+
+    fn start(&self, pid: u32) -> Result<(), Error> {
+        let mut args = kfd_ioctl_get_version_args::default();
+        match self.raw_ioctl(&mut Ioctl::GetVersion(&mut args)) {
+            Err(Error::Ioctl { errno: Errno::ENOTTY, .. }) => {
+                return Err(Error::Open(OpenError::NotKfd));
+            }
+            r => r?,
+        }
+        let version = KfdVersion::from_args(&args);
+        if !version.is_compatible() {
+            return Err(Error::VersionMismatch { kernel: version });
+        }
+        let mut buf = [0u8; MIN_READ_BUFFER];
+        self.topology.write().refresh(&self.platform, &self.platform, &mut buf)?;
+        self.session.start(pid, version);
+        Ok(())
+    }
+
+    /// Closes one open (`hsaKmtCloseKFD`); the last close closes `/dev/kfd`.
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] when not open, [`Error::ForkedChild`] in a forked child.
+    pub fn close(&self) -> Result<(), Error> {
+        let _guard = self.lifecycle.lock();
+        self.check_open()?;
+        if self.session.close() == 0 {
+            self.platform.close();
+        }
+        Ok(())
+    }
+
+    /// The open count in this process (0 when closed or in a forked child).
+    pub fn open_count(&self) -> u32 {
+        match self.session.usability(self.platform.process_id()) {
+            Usability::Open => self.session.count(),
+            Usability::Closed | Usability::Forked => 0,
+        }
+    }
+
+    /// The kernel's KFD interface version (`hsaKmtGetVersion`).
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn version(&self) -> Result<KfdVersion, Error> {
+        self.check_open()?;
+        Ok(self.session.version())
+    }
+
+    /// Runs `f` over the topology snapshot taken at open.
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn with_topology<R>(&self, f: impl FnOnce(&Topology) -> R) -> Result<R, Error> {
+        self.check_open()?;
+        Ok(f(&self.topology.read()))
+    }
+
+    /// Fails unless the device is open in this process.
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    #[inline]
+    pub fn check_open(&self) -> Result<(), Error> {
+        match self.session.usability(self.platform.process_id()) {
+            Usability::Open => Ok(()),
+            Usability::Closed => Err(Error::NotOpened),
+            Usability::Forked => Err(Error::ForkedChild),
+        }
+    }
+
+    /// Fails with [`Error::NotSupported`] unless the kernel's minor version is at least
+    /// `minor`.
+    ///
+    /// # Errors
+    /// As described.
+    pub fn require_minor(&self, feature: &'static str, minor: u32) -> Result<(), Error> {
+        let kernel = self.session.version();
+        if kernel.supports(minor) {
+            Ok(())
+        } else {
+            Err(Error::NotSupported { feature, needs_minor: minor, kernel })
+        }
+    }
+
+    /// Issues an ioctl on an open device, retrying when a signal interrupted it.
+    ///
+    /// # Errors
+    /// [`Error::Ioctl`]; [`Error::ForkedChild`] when the kernel says the descriptor belongs to
+    /// another process (`EBADF` after a fork).
+    pub fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Error> {
+        self.check_open()?;
+        self.raw_ioctl(request)
+    }
+
+    fn raw_ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Error> {
+        let mut tries = 0;
+        loop {
+            match self.platform.ioctl(request) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_retryable() && tries < IOCTL_RETRIES => tries += 1,
+                Err(Errno::EBADF) if self.session.count() > 0 => {
+                    return Err(
+                        if self.session.usability(self.platform.process_id()) == Usability::Open {
+                            Error::Ioctl { name: request.name(), errno: Errno::EBADF }
+                        } else {
+                            Error::ForkedChild
+                        },
+                    );
+                }
+                Err(errno) => return Err(Error::Ioctl { name: request.name(), errno }),
+            }
+        }
+    }
+}
