@@ -5,6 +5,9 @@
 //! ([`Profile`]s embedded from `platform-sim/profiles/`, or any directory).
 #![deny(missing_docs)]
 
+mod fault;
+mod kfd;
+mod mapping;
 mod profile;
 mod sysfs;
 
@@ -12,6 +15,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
+
+pub use fault::{IoctlFault, Trigger};
+pub use kfd::{DeviceState, RENDER_FD_BASE};
+pub use mapping::SimMapping;
 pub use profile::{
     DEFAULT_PROFILE, Profile, UnknownProfile, parse_file_path, profile_description, profile_names,
     relative_path,
@@ -28,6 +36,7 @@ pub struct SimBuilder {
     env: HashMap<String, String>,
     inherit_env: bool,
     hidden_nodes: HashSet<u32>,
+    device: DeviceState,
 }
 
 impl Default for SimBuilder {
@@ -38,6 +47,7 @@ impl Default for SimBuilder {
             env: HashMap::new(),
             inherit_env: false,
             hidden_nodes: HashSet::new(),
+            device: DeviceState::Present,
         }
     }
 }
@@ -80,30 +90,58 @@ impl SimBuilder {
         self
     }
 
-    /// Builds the platform.
+    /// Simulates a machine where `/dev/kfd` is missing or not permitted.
+    #[must_use]
+    pub fn device(mut self, state: DeviceState) -> Self {
+        self.device = state;
+        self
+    }
+
+    /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
-        SimPlatform {
+        let mut sim = SimPlatform {
             profile: Arc::new(self.profile.unwrap_or_else(Profile::default_profile)),
             kfd_version: self.kfd_version,
-            env: self.env,
+            env: Arc::new(self.env),
             inherit_env: self.inherit_env,
-            hidden_nodes: self.hidden_nodes,
+            hidden_nodes: Arc::new(self.hidden_nodes),
             epoch: Instant::now(),
-        }
+            kfd: Arc::new(kfd::KfdModel::new(&Topology::new(), self.kfd_version, DeviceState::Absent)),
+        };
+        // The sim reads its own profile with the library's parser; a profile it cannot parse
+        // (none of the embedded ones) simply has no GPUs.
+        let topology = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(32 << 20)
+                .spawn_scoped(s, || {
+                    let mut topo = Box::new(Topology::new());
+                    let mut buf = vec![0u8; MIN_READ_BUFFER];
+                    if topo.refresh(&sim, &sim, &mut buf).is_err() {
+                        topo.clear();
+                    }
+                    topo
+                })
+                .ok()
+                .and_then(|h| h.join().ok())
+        });
+        let topology = topology.unwrap_or_else(|| Box::new(Topology::new()));
+        sim.kfd = Arc::new(kfd::KfdModel::new(&topology, self.kfd_version, self.device));
+        sim
     }
 }
 
 /// The simulated platform: sysfs topology, host services and (in later layers) the emulated
 /// `/dev/kfd`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SimPlatform {
     profile: Arc<Profile>,
     kfd_version: (u32, u32),
-    env: HashMap<String, String>,
+    env: Arc<HashMap<String, String>>,
     inherit_env: bool,
-    hidden_nodes: HashSet<u32>,
+    hidden_nodes: Arc<HashSet<u32>>,
     epoch: Instant,
+    kfd: Arc<kfd::KfdModel>,
 }
 
 impl SimPlatform {
@@ -129,6 +167,52 @@ impl SimPlatform {
     #[must_use]
     pub fn kfd_version(&self) -> (u32, u32) {
         self.kfd_version
+    }
+
+    /// The gpu_ids of the simulated GPUs, in node order.
+    #[must_use]
+    pub fn gpu_ids(&self) -> Vec<u32> {
+        self.kfd.gpus.iter().map(|g| g.gpu_id).collect()
+    }
+
+    /// Arms an ioctl fault.
+    pub fn inject(&self, fault: IoctlFault) {
+        self.kfd.faults.arm(fault);
+    }
+
+    /// Disarms every ioctl fault.
+    pub fn clear_faults(&self) {
+        self.kfd.faults.clear();
+    }
+
+    /// How many times ioctl number `nr` was issued (including failed and injected ones).
+    #[must_use]
+    pub fn ioctl_calls(&self, nr: u32) -> u64 {
+        self.kfd.faults.calls(nr)
+    }
+
+    /// How many ioctls were issued in all.
+    #[must_use]
+    pub fn total_ioctl_calls(&self) -> u64 {
+        self.kfd.faults.total_calls()
+    }
+
+    /// How many injected faults fired.
+    #[must_use]
+    pub fn injected_faults(&self) -> u64 {
+        self.kfd.faults.injected()
+    }
+
+    /// How many times `/dev/kfd` was opened (a reopen after close counts again).
+    #[must_use]
+    pub fn device_opens(&self) -> u32 {
+        self.kfd.opens()
+    }
+
+    /// Whether `AMDKFD_IOC_ACQUIRE_VM` bound `gpu_id`'s VM in the current session.
+    #[must_use]
+    pub fn vm_acquired(&self, gpu_id: u32) -> bool {
+        self.kfd.vm_acquired(gpu_id)
     }
 }
 
