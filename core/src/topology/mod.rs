@@ -22,6 +22,27 @@
 //! register file sizes, XCC and CU counts, VRAM size from the frame-buffer banks, CPU-mediated
 //! GPU links when the kernel reports no p2p links, and NUMA weights.
 //!
+//! Cost: one `read_file` per file into the caller's buffer (plus a second read of
+//! `generation_id`), one `list_dir` per directory ([`EntryEnumeration::TrustCounts`] skips the
+//! per-node entry listings on a live kernel), and one pass over each file's bytes: keys are
+//! found with a compile-time perfect hash, numbers are accumulated while scanning, newlines,
+//! key ends and `sibling_map` bits are processed eight bytes at a time.
+//!
+//! Where this differs from libhsakmt on purpose:
+//! - nodes hidden by `EPERM` stay in the snapshot, marked inaccessible; libhsakmt drops them.
+//!   [`Node::user_id`] gives libhsakmt's dense node ids. Links to hidden nodes are kept but not
+//!   used for derivations (libhsakmt drops them).
+//! - a generation change is retried a bounded number of times ([`GENERATION_RETRIES`]);
+//!   libhsakmt loops forever.
+//! - the gfx override also applies to a GPU whose real version is unknown (libhsakmt ignores
+//!   it there and then asserts); override text is parsed strictly (no blanks or signs, which
+//!   `sscanf("%u")` would take).
+//! - derived links are computed from kernel-reported links only (libhsakmt's lookups can see
+//!   links it derived earlier in the same loop); their order per node is by target node, which
+//!   is libhsakmt's order too.
+//! - files libhsakmt reads outside KFD (`/proc/cpuinfo`, CPU cache sysfs, libdrm marketing
+//!   names) are not read: core does no I/O beyond the [`Sysfs`](crate::platform::Sysfs) tree.
+//!
 //! ```
 //! use hsakmt_core::error::Errno;
 //! use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
