@@ -7,6 +7,8 @@
 #![deny(missing_docs)]
 
 pub mod device_node;
+#[cfg(feature = "std")]
+pub mod fork;
 pub mod kfd;
 #[cfg(feature = "std")]
 pub mod mapping;

@@ -28,6 +28,7 @@ pub struct LinuxPlatform {
     kfd: AtomicI32,
     open_lock: Mutex<()>,
     render: [AtomicI32; RENDER_MINORS],
+    pid: crate::fork::PidCache,
 }
 
 impl core::fmt::Debug for LinuxPlatform {
@@ -61,6 +62,7 @@ impl LinuxPlatform {
             kfd: AtomicI32::new(-1),
             open_lock: Mutex::new(()),
             render: [const { AtomicI32::new(-1) }; RENDER_MINORS],
+            pid: crate::fork::PidCache::new(),
         }
     }
 
@@ -98,7 +100,7 @@ impl Host for LinuxPlatform {
     }
 
     fn process_id(&self) -> u32 {
-        rustix::process::getpid().as_raw_nonzero().get().unsigned_abs()
+        self.pid.get()
     }
 
     fn env_var(&self, name: &str, buf: &mut [u8]) -> Option<usize> {

@@ -96,8 +96,15 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
             if rest.is_empty() {
                 break;
             }
+            let want = rest.len();
             match rustix::io::read(&fd, rest) {
                 Ok(0) => break,
+                // A short read of a regular or sysfs file means end of file (sysfs returns a
+                // whole attribute in one read), which saves the second, empty read.
+                Ok(n) if n < want => {
+                    filled += n;
+                    break;
+                }
                 Ok(n) => filled += n,
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(errno(e)),

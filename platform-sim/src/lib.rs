@@ -107,7 +107,11 @@ impl SimBuilder {
             inherit_env: self.inherit_env,
             hidden_nodes: Arc::new(self.hidden_nodes),
             epoch: Instant::now(),
-            kfd: Arc::new(kfd::KfdModel::new(&Topology::new(), self.kfd_version, DeviceState::Absent)),
+            kfd: Arc::new(kfd::KfdModel::new(
+                &Topology::new(),
+                self.kfd_version,
+                DeviceState::Absent,
+            )),
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
         // (none of the embedded ones) simply has no GPUs.

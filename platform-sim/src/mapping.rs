@@ -40,15 +40,6 @@ impl SimMapping {
     pub(crate) fn new(memory: LinuxMapping) -> Self {
         Self { memory, doorbell: None, clones: Arc::new(()) }
     }
-
-    pub(crate) fn with_doorbell(memory: LinuxMapping, sink: Arc<dyn DoorbellSink>) -> Self {
-        Self { memory, doorbell: Some(sink), clones: Arc::new(()) }
-    }
-
-    /// The host memory behind this mapping.
-    pub(crate) fn memory(&self) -> &LinuxMapping {
-        &self.memory
-    }
 }
 
 impl SharedMemory for SimMapping {

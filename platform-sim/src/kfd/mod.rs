@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
-use hsakmt_core::topology::{GfxVersion, NodeKind, Topology};
+use hsakmt_core::topology::{NodeKind, Topology};
 use hsakmt_core::uapi::{
     KFD_IOC_CACHE_POLICY_NONCOHERENT, kfd_ioctl_acquire_vm_args, kfd_ioctl_get_version_args,
     kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
@@ -40,10 +40,7 @@ pub enum DeviceState {
 #[derive(Debug, Clone)]
 pub(crate) struct Gpu {
     pub(crate) gpu_id: u32,
-    pub(crate) node: u32,
     pub(crate) render_minor: u32,
-    pub(crate) vram_bytes: u64,
-    pub(crate) gfx: Option<GfxVersion>,
 }
 
 /// Virtual-address layout the simulated kernel reports per GPU (gfx9+ rules of
@@ -88,10 +85,7 @@ impl KfdModel {
             .filter_map(|n| {
                 Some(Gpu {
                     gpu_id: n.gpu_id().filter(|g| *g != 0)?,
-                    node: n.sysfs_id(),
                     render_minor: n.drm_render_minor().unwrap_or(0),
-                    vram_bytes: n.vram_bytes().unwrap_or(0),
-                    gfx: n.effective_gfx(),
                 })
             })
             .collect();
