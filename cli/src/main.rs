@@ -1,5 +1,6 @@
 //! `hsakmt`: the hsakmt-rs command-line tool.
 
+mod bench;
 mod info;
 mod source;
 
@@ -19,12 +20,15 @@ struct Cli {
 enum Command {
     /// Print the KFD topology (rocminfo-like report, JSON, or Graphviz).
     Info(info::InfoArgs),
+    /// Run benchmarks; every figure is reported next to a reference measured in the same run.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => info::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,126 @@
+//! `hsakmt bench`: benchmarks of the real code paths, each reported next to a reference
+//! measured in the same run.
+
+mod stats;
+mod topology;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+pub(crate) use stats::Samples;
+
+/// Which benchmark group to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Group {
+    /// Topology snapshot vs a plain read of the same files; in-memory parse.
+    Topology,
+}
+
+/// Arguments of `hsakmt bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Groups to run (all when none is given).
+    #[arg(value_enum)]
+    groups: Vec<Group>,
+    /// Print `{"results": [...]}` instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Scale the iteration counts (0.1 for a quick look, 10 for steadier figures).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+}
+
+/// One benchmark figure.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Row {
+    pub(crate) name: String,
+    pub(crate) unit: &'static str,
+    pub(crate) p50: f64,
+    pub(crate) p99: f64,
+    pub(crate) max: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reference: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reference_p50: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) goal: Option<String>,
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub(crate) extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Row {
+    /// A row of latencies in nanoseconds without a reference.
+    pub(crate) fn latency(name: impl Into<String>, s: &Samples) -> Self {
+        Self {
+            name: name.into(),
+            unit: "ns",
+            p50: s.percentile(50.0),
+            p99: s.percentile(99.0),
+            max: s.max(),
+            reference: None,
+            reference_p50: None,
+            ratio: None,
+            goal: None,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds the reference measured in the same run and the ratio of the medians.
+    pub(crate) fn against(mut self, reference: &'static str, r: &Samples) -> Self {
+        let rp50 = r.percentile(50.0);
+        self.reference = Some(reference);
+        self.reference_p50 = Some(rp50);
+        self.ratio = Some(if rp50 > 0.0 { self.p50 / rp50 } else { f64::NAN });
+        self
+    }
+
+    /// Records the goal this figure is held to.
+    pub(crate) fn goal(mut self, goal: impl Into<String>) -> Self {
+        self.goal = Some(goal.into());
+        self
+    }
+}
+
+pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
+    let groups = if args.groups.is_empty() { vec![Group::Topology] } else { args.groups.clone() };
+    let mut rows = Vec::new();
+    for g in groups {
+        match g {
+            Group::Topology => rows.extend(topology::run(args.scale)?),
+        }
+    }
+    if args.json {
+        let doc = serde_json::json!({ "results": rows });
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+    } else {
+        print_table(&rows);
+    }
+    Ok(())
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<44} {:>12} {:>12} {:>12} {:>18} {:>7}  goal",
+        "benchmark", "p50", "p99", "max", "reference p50", "ratio"
+    );
+    for r in rows {
+        let fmt = |v: f64| match r.unit {
+            "ns" if v >= 1e6 => format!("{:.2} ms", v / 1e6),
+            "ns" if v >= 1e3 => format!("{:.2} us", v / 1e3),
+            "ns" => format!("{v:.0} ns"),
+            unit => format!("{v:.3e} {unit}"),
+        };
+        println!(
+            "{:<44} {:>12} {:>12} {:>12} {:>18} {:>7}  {}",
+            r.name,
+            fmt(r.p50),
+            fmt(r.p99),
+            fmt(r.max),
+            r.reference_p50.map_or_else(|| "-".into(), fmt),
+            r.ratio.map_or_else(|| "-".into(), |x| format!("{x:.2}")),
+            r.goal.as_deref().unwrap_or("")
+        );
+    }
+}
