@@ -2,6 +2,8 @@
 //! `cargo run --quiet --package xtask --`).
 
 mod ci;
+mod fuzz;
+mod size;
 mod uapi_check;
 
 use std::process::{Command, ExitCode};
@@ -10,6 +12,10 @@ const USAGE: &str = "usage: cargo xtask <command> [args]
 
 commands:
   ci           the whole test suite: fmt, clippy -D warnings, tests, uapi-check, docs
+  bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
+  fuzz [TARGET...] [--seconds N]
+               run cargo-fuzz targets (nightly; targets: topology)
+  size [--json] static footprints (topology snapshot)
   uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)";
 
 fn main() -> ExitCode {
@@ -20,6 +26,11 @@ fn main() -> ExitCode {
     };
     let result = match command {
         "ci" => ci::ci(),
+        "bench" => run(cargo()
+            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--", "bench"])
+            .args(rest)),
+        "fuzz" => fuzz::fuzz(rest),
+        "size" => size::size(rest),
         "uapi-check" => uapi_check::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
