@@ -14,6 +14,8 @@
 //! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
 //! - [`platform`]: the injected I/O boundary.
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
+//! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
+//!   generation-checked table of memory objects.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -23,9 +25,13 @@
 )]
 
 pub mod error;
+pub mod memory;
 pub mod platform;
 pub mod topology;
 pub mod uapi;
 
 #[cfg(feature = "defmt")]
 pub(crate) use defmt;
+
+#[cfg(test)]
+extern crate std;
