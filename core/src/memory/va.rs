@@ -31,8 +31,9 @@
 //! Because the good-fit search is conservative, a request may fail with
 //! [`Error::OutOfSpace`] although some free block could hold it (a block of the request's own
 //! class that is just large enough, or an aligned fit inside a block smaller than
-//! `size + align − GRANULE`). Before failing, the allocator scans up to 8 blocks of the request's
-//! exact class and of the unpadded size's class. What *is* guaranteed: if any free block is at
+//! `size + align − GRANULE`). Before failing, the allocator examines up to 16 more blocks, taken
+//! from the non-empty classes at and above the unpadded size's class, lowest first (a bitmap
+//! search per class). What *is* guaranteed: if any free block is at
 //! least [`VaAllocator::guaranteed_fit`]`(size, align)` bytes, the request succeeds (given a free
 //! descriptor).
 //!
@@ -40,7 +41,7 @@
 //! Let `H = ⌊1.4405 · log2(capacity + 2)⌋` — the maximum height of the AVL index (26 for a
 //! capacity of 2^18 descriptors).
 //! - [`alloc`](VaAllocator::alloc) / [`alloc_with_phase`](VaAllocator::alloc_with_phase): two
-//!   bitmap searches, at most 16 list steps of the fallback scan, `O(1)` splitting, one index
+//!   bitmap searches, at most 16 blocks (and as many bitmap searches) in the fallback scan, `O(1)` splitting, one index
 //!   insertion (≤ `H` steps down, ≤ `H` up, at most 2 rotations).
 //! - [`alloc_at`](VaAllocator::alloc_at): a scan of at most [`MAX_RANGES`] range records, one
 //!   predecessor query (≤ `H`), `O(1)` splitting, one index insertion.
@@ -83,7 +84,7 @@ const SL_LOG2: u32 = 5;
 const SL_COUNT: usize = 1 << SL_LOG2;
 /// Sizes below 2^64 bytes are below 2^52 granules: first-level classes 0..=47.
 const FL_COUNT: usize = 48;
-const SCAN_LIMIT: usize = 8;
+const SCAN_LIMIT: usize = 16;
 
 /// The maximum number of disjoint ranges one allocator manages.
 pub const MAX_RANGES: usize = 64;
@@ -498,22 +499,24 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
                 return Some((b, a));
             }
         }
-        // Bounded fallback: the classes that may hold fitting blocks the good-fit search skips.
-        let exact = mapping_insert(need >> GRANULE_SHIFT);
-        let unpadded = mapping_insert(size >> GRANULE_SHIFT);
-        for (n, (fl, sl)) in [exact, unpadded].into_iter().enumerate() {
-            if n == 1 && (fl, sl) == exact {
-                break;
-            }
-            let mut b = self.head(fl, sl);
-            for _ in 0..SCAN_LIMIT {
-                if b == NIL {
-                    break;
-                }
+        // Bounded fallback: blocks of the classes between the unpadded size's and the good-fit
+        // class (all classes from the good-fit one up are empty or unfit at this point) may
+        // still hold an aligned fit. Examine at most SCAN_LIMIT of them, lowest class first.
+        let (mut fl, mut sl) = mapping_insert(size >> GRANULE_SHIFT);
+        let mut budget = SCAN_LIMIT;
+        while budget > 0 {
+            let Some((f, s)) = self.find_class(fl, sl) else { break };
+            let mut b = self.head(f, s);
+            while b != NIL && budget > 0 {
+                budget -= 1;
                 if let Some(a) = self.fit_in(b, size, align, phase) {
                     return Some((b, a));
                 }
-                b = self.slot(b).map_or(NIL, |s| s.next_free);
+                b = self.slot(b).map_or(NIL, |slot| slot.next_free);
+            }
+            (fl, sl) = if s + 1 < SL_COUNT { (f, s + 1) } else { (f + 1, 0) };
+            if fl >= FL_COUNT {
+                break;
             }
         }
         None
