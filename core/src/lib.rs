@@ -30,8 +30,5 @@ pub mod platform;
 pub mod topology;
 pub mod uapi;
 
-#[cfg(feature = "defmt")]
-pub(crate) use defmt;
-
 #[cfg(test)]
 extern crate std;

@@ -919,7 +919,7 @@ pub fn choose_placement(req: &AllocRequest, policy: &PlacementPolicy) -> Result<
     if req.size == 0 {
         return Err(Error::ZeroSize);
     }
-    if req.size % page != 0 {
+    if !req.size.is_multiple_of(page) {
         return Err(Error::Misaligned { value: req.size });
     }
     let fixed = if f.contains(MemFlags::FIXED_ADDRESS) {

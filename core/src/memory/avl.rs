@@ -281,6 +281,58 @@ pub(crate) fn remove<T: TreeMut>(t: &mut T, i: u32) {
     retrace(t, start, !T::INTERVAL);
 }
 
+/// The in-order neighbours `(pred, succ)` a new node with primary key `key` would get in a
+/// unique-key tree: the last node with key `<= key` and the first with key `> key` ([`NIL`] if
+/// none). One descent; the pair is a valid hint for [`insert_hinted`] until the tree changes.
+pub(crate) fn neighbours<T: Tree>(t: &T, key: u64) -> (u32, u32) {
+    let (mut cur, mut pred, mut succ) = (t.root(), NIL, NIL);
+    while cur != NIL {
+        let l = t.links(cur);
+        if key < l.key {
+            succ = cur;
+            cur = l.left;
+        } else {
+            pred = cur;
+            cur = l.right;
+        }
+    }
+    (pred, succ)
+}
+
+/// The in-order neighbours `(pred, succ)` of a new key, found next to node `c` — a guess of
+/// one of them (e.g. a recently touched node) — in a unique-key tree, or `None` when `c` is not
+/// a neighbour of `key` with a free child slot on that side. Verifying the guess takes a climb
+/// to the nearest ancestor on the other side (≤ height, typically a few steps); the result is
+/// a valid [`insert_hinted`] hint, like that of [`neighbours`].
+pub(crate) fn neighbours_near<T: Tree>(t: &T, key: u64, c: u32) -> Option<(u32, u32)> {
+    let lc = t.links(c);
+    if lc.height == 0 || lc.key == key {
+        return None;
+    }
+    let right = lc.key < key;
+    if (right && lc.right != NIL) || (!right && lc.left != NIL) {
+        return None;
+    }
+    // The other neighbour of the gap beside c is the first ancestor reached from the other
+    // side: for c's right slot, the first ancestor having c in its left subtree.
+    let (mut x, mut p) = (c, lc.parent);
+    while p != NIL {
+        let lp = t.links(p);
+        if (right && lp.left == x) || (!right && lp.right == x) {
+            break;
+        }
+        x = p;
+        p = lp.parent;
+    }
+    if p != NIL {
+        let pk = t.links(p).key;
+        if (right && key >= pk) || (!right && key <= pk) {
+            return None;
+        }
+    }
+    Some(if right { (c, p) } else { (p, c) })
+}
+
 /// A node whose primary key equals `key` (unique-key trees: the node).
 pub(crate) fn find_key<T: Tree>(t: &T, key: u64) -> Option<u32> {
     let mut cur = t.root();

@@ -23,9 +23,17 @@
 //! in address order, `O(1)` amortised per step.
 //!
 //! # Storage
-//! `S` is `[ObjectSlot<T>; N]` ([`InlineObjectTable`], `const fn new()`) or any
-//! `AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>`, e.g. a `Box<[ObjectSlot<T>]>` built with
-//! `(0..n).map(|_| ObjectSlot::new()).collect()` in a `std` crate.
+//! The start index lives in its own compact array of [`IndexNode`]s (24 bytes each) so that a
+//! lookup walks densely packed nodes instead of whole objects; the objects and the user-pointer
+//! index live in [`ObjectSlot`]s. `S` is a pair of the two arrays ([`ObjectStorage`]):
+//! `([IndexNode; N], [ObjectSlot<T>; N])` ([`InlineObjectTable`], `const fn new()`), or e.g.
+//! `(Box<[IndexNode]>, Box<[ObjectSlot<T>]>)` built on the heap in a `std` crate:
+//! ```ignore
+//! let table = ObjectTable::with_storage((
+//!     vec![IndexNode::EMPTY; n].into_boxed_slice(),
+//!     (0..n).map(|_| ObjectSlot::new()).collect::<Box<[_]>>(),
+//! ));
+//! ```
 
 use core::marker::PhantomData;
 
@@ -335,12 +343,30 @@ impl<T> MemoryObject<T> {
     }
 }
 
-/// One slot of an [`ObjectTable`]: storage unit, contents private.
+/// A node of an [`ObjectTable`]'s start index (and two entries of its address cache): storage
+/// unit, contents private.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexNode {
+    links: Links,
+    cache: [u32; 2],
+}
+
+impl IndexNode {
+    /// An unused node.
+    pub const EMPTY: Self = Self { links: Links::EMPTY, cache: [NIL; 2] };
+}
+
+impl Default for IndexNode {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// One object slot of an [`ObjectTable`]: storage unit, contents private.
 pub struct ObjectSlot<T> {
     object: Option<MemoryObject<T>>,
     generation: u32,
     next_free: u32,
-    by_start: Links,
     by_user: Links,
     user_max_end: u64,
 }
@@ -349,14 +375,35 @@ impl<T> ObjectSlot<T> {
     /// An empty slot.
     #[must_use]
     pub const fn new() -> Self {
-        Self {
-            object: None,
-            generation: 0,
-            next_free: NIL,
-            by_start: Links::EMPTY,
-            by_user: Links::EMPTY,
-            user_max_end: 0,
-        }
+        Self { object: None, generation: 0, next_free: NIL, by_user: Links::EMPTY, user_max_end: 0 }
+    }
+}
+
+/// The storage of an [`ObjectTable`]: the start-index nodes and the object slots. Implemented
+/// for every pair `(A, B)` of `AsRef + AsMut` slices of [`IndexNode`] and [`ObjectSlot`]; the
+/// capacity is the shorter length.
+pub trait ObjectStorage<T> {
+    /// The start-index nodes.
+    fn nodes(&self) -> &[IndexNode];
+    /// The object slots.
+    fn slots(&self) -> &[ObjectSlot<T>];
+    /// Both, mutably.
+    fn split_mut(&mut self) -> (&mut [IndexNode], &mut [ObjectSlot<T>]);
+}
+
+impl<T, A, B> ObjectStorage<T> for (A, B)
+where
+    A: AsRef<[IndexNode]> + AsMut<[IndexNode]>,
+    B: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>,
+{
+    fn nodes(&self) -> &[IndexNode] {
+        self.0.as_ref()
+    }
+    fn slots(&self) -> &[ObjectSlot<T>] {
+        self.1.as_ref()
+    }
+    fn split_mut(&mut self) -> (&mut [IndexNode], &mut [ObjectSlot<T>]) {
+        (self.0.as_mut(), self.1.as_mut())
     }
 }
 
@@ -372,7 +419,6 @@ impl<T: Clone> Clone for ObjectSlot<T> {
             object: self.object.clone(),
             generation: self.generation,
             next_free: self.next_free,
-            by_start: self.by_start,
             by_user: self.by_user,
             user_max_end: self.user_max_end,
         }
@@ -388,69 +434,131 @@ impl<T> core::fmt::Debug for ObjectSlot<T> {
     }
 }
 
-/// One of the two indexes, viewed over the slots. `USER` selects the user-pointer tree.
-struct View<'a, T, const USER: bool> {
+/// The start index, viewed over the node array (keys, links) and the slots (range ends).
+struct StartView<'a, T> {
+    nodes: &'a [IndexNode],
     slots: &'a [ObjectSlot<T>],
     root: u32,
 }
 
-struct ViewMut<'a, T, const USER: bool> {
+struct StartViewMut<'a, T> {
+    nodes: &'a mut [IndexNode],
+    slots: &'a [ObjectSlot<T>],
+    root: &'a mut u32,
+}
+
+/// The user-pointer index, viewed over the slots.
+struct UserView<'a, T> {
+    slots: &'a [ObjectSlot<T>],
+    root: u32,
+}
+
+struct UserViewMut<'a, T> {
     slots: &'a mut [ObjectSlot<T>],
     root: &'a mut u32,
 }
 
-fn slot_links<T, const USER: bool>(slots: &[ObjectSlot<T>], i: u32) -> Links {
-    slots.get(i as usize).map_or(Links::EMPTY, |s| if USER { s.by_user } else { s.by_start })
+fn object<T>(slots: &[ObjectSlot<T>], i: u32) -> Option<&MemoryObject<T>> {
+    slots.get(i as usize).and_then(|s| s.object.as_ref())
 }
 
-fn slot_end<T, const USER: bool>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
-    let o = slots.get(i as usize).and_then(|s| s.object.as_ref());
-    match o {
-        Some(o) if USER => o.userptr.map_or(0, |u| u.end()),
-        Some(o) => o.end(),
-        None => 0,
-    }
+fn start_links(nodes: &[IndexNode], i: u32) -> Links {
+    nodes.get(i as usize).map_or(Links::EMPTY, |n| n.links)
 }
 
-fn slot_max_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
+fn start_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
+    object(slots, i).map_or(0, MemoryObject::end)
+}
+
+fn user_links<T>(slots: &[ObjectSlot<T>], i: u32) -> Links {
+    slots.get(i as usize).map_or(Links::EMPTY, |s| s.by_user)
+}
+
+fn user_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
+    object(slots, i).and_then(|o| o.userptr).map_or(0, |u| u.end())
+}
+
+fn user_max_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
     slots.get(i as usize).map_or(0, |s| s.user_max_end)
 }
 
-impl<T, const USER: bool> Tree for View<'_, T, USER> {
-    const INTERVAL: bool = USER;
+impl<T> Tree for StartView<'_, T> {
+    const INTERVAL: bool = false;
     fn links(&self, i: u32) -> Links {
-        slot_links::<T, USER>(self.slots, i)
+        start_links(self.nodes, i)
     }
     fn end(&self, i: u32) -> u64 {
-        slot_end::<T, USER>(self.slots, i)
+        start_end(self.slots, i)
     }
-    fn max_end(&self, i: u32) -> u64 {
-        slot_max_end(self.slots, i)
+    fn max_end(&self, _i: u32) -> u64 {
+        0
     }
     fn root(&self) -> u32 {
         self.root
     }
 }
 
-impl<T, const USER: bool> Tree for ViewMut<'_, T, USER> {
-    const INTERVAL: bool = USER;
+impl<T> Tree for StartViewMut<'_, T> {
+    const INTERVAL: bool = false;
     fn links(&self, i: u32) -> Links {
-        slot_links::<T, USER>(self.slots, i)
+        start_links(self.nodes, i)
     }
     fn end(&self, i: u32) -> u64 {
-        slot_end::<T, USER>(self.slots, i)
+        start_end(self.slots, i)
     }
-    fn max_end(&self, i: u32) -> u64 {
-        slot_max_end(self.slots, i)
+    fn max_end(&self, _i: u32) -> u64 {
+        0
     }
     fn root(&self) -> u32 {
         *self.root
     }
 }
 
-impl<T, const USER: bool> TreeMut for ViewMut<'_, T, USER> {
+impl<T> TreeMut for StartViewMut<'_, T> {
     fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
-        self.slots.get_mut(i as usize).map(|s| if USER { &mut s.by_user } else { &mut s.by_start })
+        self.nodes.get_mut(i as usize).map(|n| &mut n.links)
+    }
+    fn set_max_end(&mut self, _i: u32, _value: u64) {}
+    fn set_root(&mut self, root: u32) {
+        *self.root = root;
+    }
+}
+
+impl<T> Tree for UserView<'_, T> {
+    const INTERVAL: bool = true;
+    fn links(&self, i: u32) -> Links {
+        user_links(self.slots, i)
+    }
+    fn end(&self, i: u32) -> u64 {
+        user_end(self.slots, i)
+    }
+    fn max_end(&self, i: u32) -> u64 {
+        user_max_end(self.slots, i)
+    }
+    fn root(&self) -> u32 {
+        self.root
+    }
+}
+
+impl<T> Tree for UserViewMut<'_, T> {
+    const INTERVAL: bool = true;
+    fn links(&self, i: u32) -> Links {
+        user_links(self.slots, i)
+    }
+    fn end(&self, i: u32) -> u64 {
+        user_end(self.slots, i)
+    }
+    fn max_end(&self, i: u32) -> u64 {
+        user_max_end(self.slots, i)
+    }
+    fn root(&self) -> u32 {
+        *self.root
+    }
+}
+
+impl<T> TreeMut for UserViewMut<'_, T> {
+    fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
+        self.slots.get_mut(i as usize).map(|s| &mut s.by_user)
     }
     fn set_max_end(&mut self, i: u32, value: u64) {
         if let Some(s) = self.slots.get_mut(i as usize) {
@@ -462,7 +570,7 @@ impl<T, const USER: bool> TreeMut for ViewMut<'_, T, USER> {
     }
 }
 
-/// The table of memory objects, over slot storage `S` (see the [module docs](self)).
+/// The table of memory objects, over storage `S` (see the [module docs](self)).
 ///
 /// # Invariants
 /// - Objects' GPU ranges `[start, start + size)` are non-empty and pairwise disjoint.
@@ -478,29 +586,35 @@ pub struct ObjectTable<T, S> {
     hwm: u32,
     recycled: u32,
     live: u32,
+    /// Live objects that found no free entry in the address cache.
+    uncached: u32,
+    /// A recently inserted node, or the parent of a recently removed one: a guess of the
+    /// neighbour of the next insertion.
+    finger: u32,
     _payload: PhantomData<T>,
 }
 
 /// An [`ObjectTable`] with `N` inline slots (usable in a `static`).
-pub type InlineObjectTable<T, const N: usize> = ObjectTable<T, [ObjectSlot<T>; N]>;
+pub type InlineObjectTable<T, const N: usize> =
+    ObjectTable<T, ([IndexNode; N], [ObjectSlot<T>; N])>;
 
-impl<T, const N: usize> ObjectTable<T, [ObjectSlot<T>; N]> {
+impl<T, const N: usize> ObjectTable<T, ([IndexNode; N], [ObjectSlot<T>; N])> {
     /// An empty table with `N` inline slots.
     #[must_use]
     pub const fn new() -> Self {
-        Self::with_storage([const { ObjectSlot::new() }; N])
+        Self::with_storage(([IndexNode::EMPTY; N], [const { ObjectSlot::new() }; N]))
     }
 }
 
-impl<T, const N: usize> Default for ObjectTable<T, [ObjectSlot<T>; N]> {
+impl<T, const N: usize> Default for ObjectTable<T, ([IndexNode; N], [ObjectSlot<T>; N])> {
     fn default() -> Self {
         Self::new()
     }
 }
 
 impl<T, S> ObjectTable<T, S> {
-    /// An empty table over `slots`, which must all be empty ([`ObjectSlot::new`]); their number
-    /// is the capacity (at most `u32::MAX − 1`).
+    /// An empty table over `storage`, whose slots must all be empty ([`ObjectSlot::new`]); the
+    /// capacity is the shorter of its two arrays (at most `u32::MAX − 1`).
     pub const fn with_storage(slots: S) -> Self {
         Self {
             slots,
@@ -509,6 +623,8 @@ impl<T, S> ObjectTable<T, S> {
             hwm: 0,
             recycled: NIL,
             live: 0,
+            uncached: 0,
+            finger: NIL,
             _payload: PhantomData,
         }
     }
@@ -526,31 +642,111 @@ impl<T, S> ObjectTable<T, S> {
     }
 }
 
-impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
+impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// The capacity.
     #[must_use]
     pub fn capacity(&self) -> u32 {
-        u32::try_from(self.slots.as_ref().len()).map_or(u32::MAX - 1, |n| n.min(u32::MAX - 1))
+        let n = self.slots.nodes().len().min(self.slots.slots().len());
+        u32::try_from(n).map_or(u32::MAX - 1, |n| n.min(u32::MAX - 1))
     }
 
-    fn starts(&self) -> View<'_, T, false> {
-        View { slots: self.slots.as_ref(), root: self.root_start }
+    fn starts(&self) -> StartView<'_, T> {
+        StartView { nodes: self.slots.nodes(), slots: self.slots.slots(), root: self.root_start }
     }
 
-    fn users(&self) -> View<'_, T, true> {
-        View { slots: self.slots.as_ref(), root: self.root_user }
+    fn users(&self) -> UserView<'_, T> {
+        UserView { slots: self.slots.slots(), root: self.root_user }
     }
 
-    fn starts_mut(&mut self) -> ViewMut<'_, T, false> {
-        ViewMut { slots: self.slots.as_mut(), root: &mut self.root_start }
+    fn starts_mut(&mut self) -> StartViewMut<'_, T> {
+        let (nodes, slots) = self.slots.split_mut();
+        StartViewMut { nodes, slots, root: &mut self.root_start }
     }
 
-    fn users_mut(&mut self) -> ViewMut<'_, T, true> {
-        ViewMut { slots: self.slots.as_mut(), root: &mut self.root_user }
+    fn users_mut(&mut self) -> UserViewMut<'_, T> {
+        UserViewMut { slots: self.slots.split_mut().1, root: &mut self.root_user }
     }
 
     fn slot(&self, i: u32) -> Option<&ObjectSlot<T>> {
-        self.slots.as_ref().get(i as usize)
+        self.slots.slots().get(i as usize)
+    }
+
+    fn slot_mut(&mut self, i: u32) -> Option<&mut ObjectSlot<T>> {
+        self.slots.split_mut().1.get_mut(i as usize)
+    }
+
+    // ---- address cache -------------------------------------------------------------------
+    //
+    // A 2-choice, 4-way set-associative map from start address to slot, embedded in the index
+    // nodes (bucket b = the cache entries of nodes 2b and 2b+1). An object that finds both of
+    // its buckets full is simply not cached (`uncached` counts them); lookups then fall back to
+    // the tree, so the cache never changes a result, only the cost.
+
+    fn buckets_of(&self, addr: u64) -> [usize; 2] {
+        let n = (self.capacity() / 2) as u64;
+        let page = addr.rotate_right(12);
+        let h1 = page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let h2 = page.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32;
+        [((h1 * n) >> 32) as usize, ((h2 * n) >> 32) as usize]
+    }
+
+    fn cache_entry(nodes: &[IndexNode], bucket: usize, k: usize) -> u32 {
+        nodes.get(bucket * 2 + k / 2).and_then(|n| n.cache.get(k % 2)).copied().unwrap_or(NIL)
+    }
+
+    fn cache_set(&mut self, bucket: usize, k: usize, v: u32) {
+        let nodes = self.slots.split_mut().0;
+        if let Some(e) = nodes.get_mut(bucket * 2 + k / 2).and_then(|n| n.cache.get_mut(k % 2)) {
+            *e = v;
+        }
+    }
+
+    /// Where slot `i` sits in the cache (bucket, entry), if it does.
+    fn cache_find_slot(&self, addr: u64, i: u32) -> Option<(usize, usize)> {
+        let nodes = self.slots.nodes();
+        self.buckets_of(addr)
+            .into_iter()
+            .flat_map(|b| (0..4).map(move |k| (b, k)))
+            .find(|&(b, k)| Self::cache_entry(nodes, b, k) == i)
+    }
+
+    fn cache_insert(&mut self, addr: u64, i: u32) {
+        let nodes = self.slots.nodes();
+        let enabled = self.capacity() >= 2;
+        let free = self
+            .buckets_of(addr)
+            .into_iter()
+            .flat_map(|b| (0..4).map(move |k| (b, k)))
+            .find(|&(b, k)| enabled && Self::cache_entry(nodes, b, k) == NIL);
+        match free {
+            Some((b, k)) => self.cache_set(b, k, i),
+            None => self.uncached += 1,
+        }
+    }
+
+    fn cache_remove(&mut self, addr: u64, i: u32) {
+        match self.cache_find_slot(addr, i) {
+            Some((b, k)) => self.cache_set(b, k, NIL),
+            None => self.uncached -= 1,
+        }
+    }
+
+    /// The slot of the object starting at `addr`: the cache, then (only if some object is
+    /// uncached) the tree.
+    fn lookup_start(&self, addr: u64) -> Option<u32> {
+        let nodes = self.slots.nodes();
+        for b in self.buckets_of(addr) {
+            for k in 0..4 {
+                let e = Self::cache_entry(nodes, b, k);
+                if e != NIL && nodes.get(e as usize).is_some_and(|n| n.links.key == addr) {
+                    return Some(e);
+                }
+            }
+        }
+        if self.uncached == 0 {
+            return None;
+        }
+        avl::find_key(&self.starts(), addr)
     }
 
     fn handle(&self, i: u32) -> MemoryHandle {
@@ -569,17 +765,16 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
         Ok(h.index)
     }
 
-    fn check_new(&self, obj: &MemoryObject<T>) -> Result<(), Error> {
+    /// Validates a new object; returns its in-order neighbours in the start index.
+    fn check_new(&self, obj: &MemoryObject<T>) -> Result<(u32, u32), Error> {
         if obj.size == 0 {
             return Err(Error::ZeroSize);
         }
-        let last = obj.start.checked_add(obj.size - 1).ok_or(Error::SizeOverflow)?;
-        if last == u64::MAX {
-            return Err(Error::SizeOverflow);
-        }
-        if let Some(p) = avl::predecessor(&self.starts(), last)
-            && self.starts().end(p) > obj.start
-        {
+        let end = obj.start.checked_add(obj.size).ok_or(Error::SizeOverflow)?;
+        let t = self.starts();
+        let (pred, succ) = avl::neighbours_near(&t, obj.start, self.finger)
+            .unwrap_or_else(|| avl::neighbours(&t, obj.start));
+        if (pred != NIL && t.end(pred) > obj.start) || (succ != NIL && t.links(succ).key < end) {
             return Err(Error::ObjectOverlap { start: obj.start });
         }
         if let Some(u) = obj.userptr {
@@ -588,7 +783,7 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
         if self.recycled == NIL && self.hwm >= self.capacity() {
             return Err(Error::CapacityExhausted { capacity: self.capacity() });
         }
-        Ok(())
+        Ok((pred, succ))
     }
 
     fn check_userptr(&self, u: UserRange) -> Result<(), Error> {
@@ -609,13 +804,18 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
     /// [`Error::SizeOverflow`] (a range reaching 2^64), [`Error::ObjectOverlap`] (its GPU range
     /// overlaps an object's), [`Error::DuplicateUserptr`] (the same user range is in the table),
     /// [`Error::CapacityExhausted`]. The table is unchanged.
+    #[expect(
+        clippy::result_large_err,
+        reason = "a rejected object is handed back to the caller (heapless style), not dropped"
+    )]
     pub fn insert(
         &mut self,
         obj: MemoryObject<T>,
     ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
-        if let Err(e) = self.check_new(&obj) {
-            return Err((e, obj));
-        }
+        let (pred, succ) = match self.check_new(&obj) {
+            Ok(n) => n,
+            Err(e) => return Err((e, obj)),
+        };
         let i = if self.recycled != NIL {
             let i = self.recycled;
             self.recycled = self.slot(i).map_or(NIL, |s| s.next_free);
@@ -625,7 +825,7 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
             self.hwm - 1
         };
         let (start, user) = (obj.start, obj.userptr);
-        if let Some(s) = self.slots.as_mut().get_mut(i as usize) {
+        if let Some(s) = self.slot_mut(i) {
             s.generation = match s.generation.wrapping_add(1) {
                 0 => 1,
                 g => g,
@@ -633,7 +833,9 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
             s.next_free = NIL;
             s.object = Some(obj);
         }
-        avl::insert(&mut self.starts_mut(), i, start);
+        avl::insert_hinted(&mut self.starts_mut(), i, start, pred, succ);
+        self.cache_insert(start, i);
+        self.finger = i;
         if let Some(u) = user {
             avl::insert(&mut self.users_mut(), i, u.addr);
         }
@@ -647,14 +849,21 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
     /// [`Error::InvalidHandle`], [`Error::StaleHandle`] (unchanged).
     pub fn remove(&mut self, h: MemoryHandle) -> Result<MemoryObject<T>, Error> {
         let i = self.resolve(h)?;
-        let has_user =
-            self.slot(i).and_then(|s| s.object.as_ref()).is_some_and(|o| o.userptr.is_some());
+        let (start, has_user) = self
+            .slot(i)
+            .and_then(|s| s.object.as_ref())
+            .map_or((0, false), |o| (o.start, o.userptr.is_some()));
+        let links = self.starts().links(i);
         avl::remove(&mut self.starts_mut(), i);
+        self.cache_remove(start, i);
+        // The removed node's parent (or, for an inner node, whatever took its place) borders
+        // the freed gap: the likely neighbour of the next insertion there.
+        self.finger = if links.parent != NIL { links.parent } else { self.root_start };
         if has_user {
             avl::remove(&mut self.users_mut(), i);
         }
         let recycled = self.recycled;
-        let slot = self.slots.as_mut().get_mut(i as usize).ok_or(Error::InvalidHandle)?;
+        let slot = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
         let obj = slot.object.take().ok_or(Error::StaleHandle)?;
         slot.next_free = recycled;
         self.recycled = i;
@@ -679,7 +888,7 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
         if old.is_some() {
             avl::remove(&mut self.users_mut(), i);
         }
-        if let Some(o) = self.slots.as_mut().get_mut(i as usize).and_then(|s| s.object.as_mut()) {
+        if let Some(o) = self.slot_mut(i).and_then(|s| s.object.as_mut()) {
             o.userptr = user;
         }
         if let Some(u) = user {
@@ -703,11 +912,7 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
     /// [`Error::InvalidHandle`], [`Error::StaleHandle`].
     pub fn get_mut(&mut self, h: MemoryHandle) -> Result<&mut MemoryObject<T>, Error> {
         let i = self.resolve(h)?;
-        self.slots
-            .as_mut()
-            .get_mut(i as usize)
-            .and_then(|s| s.object.as_mut())
-            .ok_or(Error::StaleHandle)
+        self.slot_mut(i).and_then(|s| s.object.as_mut()).ok_or(Error::StaleHandle)
     }
 
     /// Whether a handle names a live object.
@@ -719,7 +924,7 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
     /// The object starting exactly at `addr`.
     #[must_use]
     pub fn find_exact(&self, addr: u64) -> Option<MemoryHandle> {
-        avl::find_key(&self.starts(), addr).map(|i| self.handle(i))
+        self.lookup_start(addr).map(|i| self.handle(i))
     }
 
     /// The object whose GPU range contains `addr` (an interior pointer).
@@ -753,14 +958,17 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
         })
     }
 
-    /// Removes every object (dropping payloads; `O(slots used so far)`). Handles issued before
-    /// stay stale.
+    /// Removes every object (dropping payloads; `O(capacity)`). Handles issued before stay
+    /// stale.
     pub fn clear(&mut self) {
         let hwm = self.hwm as usize;
+        let (nodes, slots) = self.slots.split_mut();
+        for n in nodes.iter_mut() {
+            *n = IndexNode::EMPTY;
+        }
         let mut next = NIL;
-        for (i, s) in self.slots.as_mut().iter_mut().take(hwm).enumerate().rev() {
+        for (i, s) in slots.iter_mut().take(hwm).enumerate().rev() {
             s.object = None;
-            s.by_start = Links::EMPTY;
             s.by_user = Links::EMPTY;
             s.next_free = next;
             next = i as u32;
@@ -769,6 +977,8 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
         self.root_start = NIL;
         self.root_user = NIL;
         self.live = 0;
+        self.uncached = 0;
+        self.finger = NIL;
     }
 
     /// Verifies every invariant (`O(capacity)`; for tests and debug sweeps).
@@ -792,10 +1002,12 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
             r = s.next_free;
         }
         let (mut occupied, mut with_user) = (0u32, 0u32);
-        for (i, s) in self.slots.as_ref().iter().enumerate().take(self.hwm as usize) {
+        let nodes = self.slots.nodes();
+        for (i, s) in self.slots.slots().iter().enumerate().take(self.hwm as usize) {
             let i = i as u32;
+            let start = nodes.get(i as usize).map_or(Links::EMPTY, |n| n.links);
             let Some(o) = &s.object else {
-                if s.by_start.height != 0 || s.by_user.height != 0 {
+                if start.height != 0 || s.by_user.height != 0 {
                     return Err(Violation::IndexMembership { slot: i });
                 }
                 continue;
@@ -803,8 +1015,8 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
             occupied += 1;
             if s.generation == 0
                 || o.size == 0
-                || s.by_start.height == 0
-                || s.by_start.key != o.start
+                || start.height == 0
+                || start.key != o.start
                 || avl::find_key(&self.starts(), o.start) != Some(i)
             {
                 return Err(Violation::IndexMembership { slot: i });
@@ -826,6 +1038,35 @@ impl<T, S: AsRef<[ObjectSlot<T>]> + AsMut<[ObjectSlot<T>]>> ObjectTable<T, S> {
             }
         }
         if occupied != self.live || occupied + recycled != self.hwm {
+            return Err(Violation::Counter);
+        }
+        // Address cache: entries name live objects in one of their two buckets, at most once;
+        // the others are counted as uncached.
+        let mut cached = 0u32;
+        let buckets = (cap / 2) as usize;
+        for b in 0..buckets {
+            for k in 0..4 {
+                let e = Self::cache_entry(nodes, b, k);
+                if e == NIL {
+                    continue;
+                }
+                let Some(o) = self.slot(e).and_then(|s| s.object.as_ref()) else {
+                    return Err(Violation::IndexMembership { slot: e });
+                };
+                if !self.buckets_of(o.start).contains(&b)
+                    || self.cache_find_slot(o.start, e) != Some((b, k))
+                {
+                    return Err(Violation::IndexMembership { slot: e });
+                }
+                cached += 1;
+            }
+        }
+        for n in nodes.iter().skip(2 * buckets) {
+            if n.cache != [NIL; 2] {
+                return Err(Violation::IndexMembership { slot: NIL });
+            }
+        }
+        if cached + self.uncached != self.live {
             return Err(Violation::Counter);
         }
         if avl::check(&self.starts(), cap)? != occupied

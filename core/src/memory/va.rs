@@ -616,7 +616,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             return Err(Error::ZeroSize);
         }
         for v in [base, size] {
-            if v % GRANULE != 0 {
+            if !v.is_multiple_of(GRANULE) {
                 return Err(Error::Misaligned { value: v });
             }
         }
@@ -684,7 +684,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             return Err(Error::BadAlignment { align });
         }
         let align = align.max(GRANULE);
-        if phase % GRANULE != 0 {
+        if !phase.is_multiple_of(GRANULE) {
             return Err(Error::Misaligned { value: phase });
         }
         let phase = phase & (align - 1);
@@ -709,7 +709,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         if size == 0 {
             return Err(Error::ZeroSize);
         }
-        if addr % GRANULE != 0 {
+        if !addr.is_multiple_of(GRANULE) {
             return Err(Error::Misaligned { value: addr });
         }
         let size = align_up(size, GRANULE).ok_or(Error::SizeOverflow)?;
@@ -869,7 +869,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
                     || s.prev_phys != prev
                     || s.links.key != expect
                     || s.size == 0
-                    || s.size % GRANULE != 0
+                    || !s.size.is_multiple_of(GRANULE)
                 {
                     return Err(Violation::RangeTiling { slot: b });
                 }
