@@ -50,6 +50,34 @@
 //! and then unmaps the padding, so its guards are not protected). Fixed-address requests also
 //! carry the trailing guard.
 
+//!
+//! # Example
+//! ```
+//! use hsakmt_core::memory::aperture::*;
+//! use hsakmt_core::memory::{Error, MemFlags, va::VaSlot};
+//!
+//! // Reserved mode: a 1 TiB reservation split into the coherent and default apertures.
+//! let layout = SvmLayout::reserved(0x7f00_0000_0000, 1 << 40, 4096, DEFAULT_GUARD_PAGES)?;
+//! let mut coarse = InlineAperture::<256>::new(*layout.default_aperture(), [VaSlot::EMPTY; 256])?;
+//!
+//! // Where does a coarse-grained VRAM request of 3 MiB go?
+//! let req = AllocRequest {
+//!     size: 3 << 20,
+//!     align: 0,
+//!     flags: MemFlags::NON_PAGED | MemFlags::COARSE_GRAIN,
+//!     fixed_address: None,
+//!     node: PreferredNode::Gpu { svm_needed: true },
+//! };
+//! let p = choose_placement(&req, &PlacementPolicy::DGPU)?;
+//! assert_eq!(p.aperture, ApertureRole::SvmDefault);
+//!
+//! // 3 MiB grows to 2 MiB alignment; with no explicit alignment, the *end* is 2 MiB aligned.
+//! let a = coarse.allocate(p.va_size, p.align, p.fixed_address)?;
+//! assert_eq!((a.addr + a.size) % (2 << 20), 0);
+//! assert_eq!(coarse.release_allocation(a)?, 3 << 20);
+//! # Ok::<(), Error>(())
+//! ```
+
 use super::objects::MemoryKind;
 use super::va::{VaAllocator, VaBlock, VaSlot};
 use super::{Error, GPU_HUGE_PAGE_SIZE, MemFlags, PAGE_SIZE, Violation, align_up};

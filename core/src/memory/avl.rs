@@ -176,12 +176,29 @@ fn rebalance<T: TreeMut>(t: &mut T, x: u32) -> u32 {
 /// node whose height and maximum did not change (valid after an insertion).
 fn retrace<T: TreeMut>(t: &mut T, mut x: u32, early_exit: bool) {
     while x != NIL {
-        let changed = update(t, x);
-        let top = rebalance(t, x);
-        if early_exit && !changed && top == x {
+        let l = t.links(x);
+        let (hl, hr) = (height(t, l.left), height(t, l.right));
+        if hl.abs_diff(hr) > 1 {
+            update(t, x);
+            let top = rebalance(t, x);
+            x = t.links(top).parent;
+            continue;
+        }
+        // Balanced here: only the height (and maximum) can change.
+        let h = 1 + hl.max(hr);
+        let mut changed = h != l.height;
+        if changed && let Some(m) = t.links_mut(x) {
+            m.height = h;
+        }
+        if T::INTERVAL {
+            let m = t.end(x).max(sub_max(t, l.left)).max(sub_max(t, l.right));
+            changed |= m != t.max_end(x);
+            t.set_max_end(x, m);
+        }
+        if early_exit && !changed {
             return;
         }
-        x = t.links(top).parent;
+        x = l.parent;
     }
 }
 

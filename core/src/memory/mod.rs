@@ -19,16 +19,27 @@
 //!   ids).
 //!
 //! # Storage
-//! The large tables are generic over their slot storage (`S: AsRef<[Slot]> + AsMut<[Slot]>`), in
-//! the manner of `heapless`' storage-generic containers:
-//! - `[Slot; N]` — a capacity fixed at compile time, usable in a `static` through the
-//!   `const fn new()` of [`va::InlineVaAllocator`] / [`objects::InlineObjectTable`];
-//! - `Box<[Slot]>` (from a `std`/`alloc` crate) — built directly on the heap, e.g.
+//! The large tables are generic over their storage, in the manner of `heapless`'
+//! storage-generic containers:
+//! - inline arrays — a capacity fixed at compile time, usable in a `static` through the
+//!   `const fn new()` of [`va::InlineVaAllocator`], [`aperture::InlineAperture`] and
+//!   [`objects::InlineObjectTable`];
+//! - boxed slices (from a `std`/`alloc` crate) — built directly on the heap, e.g.
 //!   `vec![VaSlot::EMPTY; 262_144].into_boxed_slice()`, so a table of hundreds of thousands of
 //!   entries never passes through the stack (a `Box::new([..; N])` would, in debug builds).
 //!
 //! Either way the capacity never changes after construction and running out of it is a typed
-//! error.
+//! error. `reset`/`init`/`clear` re-initialise a table in place.
+//!
+//! # Cost
+//! Measured on the development VM (2 vCPUs, shared and loaded; release build; `Instant` pairs
+//! cost ≈ 23 ns and are included) with 100,000 live allocations, a steady allocate-then-free
+//! cycle of a 64 KiB buffer — aperture allocation, object insertion, lookup by address, object
+//! removal, aperture release — takes p50 ≈ 140 ns, p99 ≈ 230–320 ns; the `VaAllocator` alone
+//! ≈ 110 ns and the `ObjectTable` alone ≈ 95 ns. When every step lands on a random, cache-cold
+//! place (freeing a random one of the 100,000), p50 is ≈ 1.8 µs, dominated by cache misses.
+//! Reproduce with `cargo test -p hsakmt-core --release -- --ignored --nocapture
+//! --test-threads=1 cost`.
 
 use core::fmt;
 

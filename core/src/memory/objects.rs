@@ -8,31 +8,61 @@
 //! reused is rejected with [`Error::StaleHandle`], never silently resolved to another object.
 //!
 //! # Indexes and worst cases
-//! Two AVL trees are embedded in the slots (no extra storage):
-//! - by start address, over non-overlapping GPU ranges: [`ObjectTable::find_exact`] and
-//!   [`ObjectTable::find_containing`] (interior pointers) walk one root-to-leaf path;
-//! - by user-pointer range, for registered host memory (libhsakmt's `user_tree`). User ranges
-//!   may overlap; the tree is an interval tree (subtree maxima of range ends), so
+//! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
+//!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
+//!   path. Insertion first tries the *finger* — the node touched by the last insertion or
+//!   removal — as the new object's in-order neighbour (a validated guess: one climb to the
+//!   nearest ancestor on the other side), and descends from the root only if that fails; in a
+//!   steady allocate/free cycle the finger hits and no root descent happens.
+//! - **Address cache**: a 2-choice, 4-way set-associative map from start address to slot,
+//!   embedded in the index nodes (two entries per node, so 2 × capacity entries: at most 50 %
+//!   load). [`ObjectTable::find_exact`] probes at most 8 entries in 2 buckets; an object that
+//!   found both buckets full is not cached, and only while such objects exist does a miss fall
+//!   back to the tree. The cache never changes a result, only its cost.
+//! - **User-pointer index**, for registered host memory (libhsakmt's `user_tree`): user ranges
+//!   may overlap, so it is an interval tree (subtree maxima of range ends);
 //!   [`ObjectTable::find_userptr_containing`] takes two root-to-leaf walks — where libhsakmt's
 //!   range lookup may scan every node.
 //!
-//! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots):
-//! insert ≤ 4·`H` steps (overlap check, duplicate check, two insertions), remove ≤ 3·`H` per
-//! tree, lookups ≤ 2·`H`, [`get`](ObjectTable::get) / [`get_mut`](ObjectTable::get_mut) `O(1)`,
-//! [`check_invariants`](ObjectTable::check_invariants) `O(capacity)`. Iteration visits objects
-//! in address order, `O(1)` amortised per step.
+//! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
+//! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
+//! duplicate-userptr check, two insertions) plus 8 cache probes;
+//! [`remove`](ObjectTable::remove) ≤ 3·`H` per tree plus 8 probes;
+//! [`find_exact`](ObjectTable::find_exact) 8 probes, plus `H` only while uncached objects exist;
+//! other lookups ≤ 2·`H`; [`get`](ObjectTable::get) / [`get_mut`](ObjectTable::get_mut)
+//! `O(1)`; [`clear`](ObjectTable::clear) and [`check_invariants`](ObjectTable::check_invariants)
+//! `O(capacity)`. Iteration visits objects in address order, `O(1)` amortised per step.
 //!
 //! # Storage
-//! The start index lives in its own compact array of [`IndexNode`]s (24 bytes each) so that a
-//! lookup walks densely packed nodes instead of whole objects; the objects and the user-pointer
-//! index live in [`ObjectSlot`]s. `S` is a pair of the two arrays ([`ObjectStorage`]):
-//! `([IndexNode; N], [ObjectSlot<T>; N])` ([`InlineObjectTable`], `const fn new()`), or e.g.
-//! `(Box<[IndexNode]>, Box<[ObjectSlot<T>]>)` built on the heap in a `std` crate:
+//! The start index and address cache live in a compact array of [`IndexNode`]s (32 bytes
+//! each) so that lookups walk densely packed nodes instead of whole objects; the objects and
+//! the user-pointer index live in [`ObjectSlot`]s. `S` is a pair of the two arrays
+//! ([`ObjectStorage`]): `([IndexNode; N], [ObjectSlot<T>; N])` ([`InlineObjectTable`],
+//! `const fn new()`), or e.g. `(Box<[IndexNode]>, Box<[ObjectSlot<T>]>)` built on the heap in a
+//! `std` crate, without passing through the stack:
 //! ```ignore
 //! let table = ObjectTable::with_storage((
 //!     vec![IndexNode::EMPTY; n].into_boxed_slice(),
 //!     (0..n).map(|_| ObjectSlot::new()).collect::<Box<[_]>>(),
 //! ));
+//! ```
+//!
+//! # Example
+//! ```
+//! use hsakmt_core::memory::objects::{InlineObjectTable, MemoryKind, MemoryObject};
+//! use hsakmt_core::memory::{Error, MemFlags};
+//!
+//! let mut table = InlineObjectTable::<(), 16>::new();
+//! let flags = MemFlags::NON_PAGED | MemFlags::HOST_ACCESS;
+//! let obj = MemoryObject::new(0x7f00_0000_0000, 0x2000, MemoryKind::Vram, flags, 1, ());
+//! let h = table.insert(obj).map_err(|(e, _)| e)?;
+//! assert_eq!(table.find_exact(0x7f00_0000_0000), Some(h));
+//! assert_eq!(table.find_containing(0x7f00_0000_1fff), Some(h));
+//! table.get_mut(h)?.mapped_nodes.insert(1)?;
+//! let gone = table.remove(h)?;
+//! assert_eq!(gone.size(), 0x2000);
+//! assert_eq!(table.get(h).err(), Some(Error::StaleHandle)); // the handle is now stale
+//! # Ok::<(), Error>(())
 //! ```
 
 use core::marker::PhantomData;

@@ -249,11 +249,16 @@ fn objects_cost() {
     }
     const N: usize = 200_000;
     let mut samples = Vec::with_capacity(N);
-    for pattern in ["random victim", "same place"] {
+    let fixed = BASE + 32 * P; // between two slots of the random grid: never occupied
+    for pattern in ["random victim", "random place", "same place"] {
         samples.clear();
         let mut k = 0;
         while samples.len() < N {
-            let start = BASE + (rnd() % (1 << 28)) * 64 * P + 32 * P;
+            let start = if pattern == "same place" {
+                fixed
+            } else {
+                BASE + (rnd() % (1 << 28)) * 64 * P + 32 * P
+            };
             let victim = (rnd() % live.len() as u64) as usize;
             let t0 = Instant::now();
             let Ok(h) = t.insert(obj(start, 16 * P)) else { continue };
