@@ -806,7 +806,7 @@ impl SvmLayout {
     #[must_use]
     pub const fn alternate_aperture(&self) -> (u64, u64) {
         let c = self.coherent_aperture();
-        (c.base, c.limit - c.base + 1)
+        (c.base, c.limit.wrapping_sub(c.base).wrapping_add(1))
     }
 }
 

@@ -829,7 +829,9 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             return 0;
         }
         let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
-        let sl = 31 - self.sl_map(fl).leading_zeros() as usize;
+        let Some(sl) = 31usize.checked_sub(self.sl_map(fl).leading_zeros() as usize) else {
+            return 0;
+        };
         let mut best = 0;
         let mut b = self.head(fl, sl);
         while let Some(s) = self.slot(b) {

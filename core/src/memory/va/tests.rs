@@ -450,8 +450,6 @@ fn run_ops(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
     /// Random alloc / alloc_at / free / lookup sequences agree with a BTreeMap model.
     #[test]
     fn matches_model(ranges in ranges(), ops in proptest::collection::vec(op(), 1..150)) {
