@@ -484,3 +484,17 @@ fn bookkeeping_cost() {
     t.check_invariants().unwrap();
     ap.check_invariants().unwrap();
 }
+
+#[test]
+#[ignore = "prints storage sizes"]
+fn print_sizes() {
+    use crate::memory::aperture::ApertureAllocation;
+    use crate::memory::va::VaSlot;
+    std::println!(
+        "VaSlot {} B, IndexNode {} B, ObjectSlot<()> {} B, ObjectSlot<ApertureAllocation> {} B",
+        core::mem::size_of::<VaSlot>(),
+        core::mem::size_of::<IndexNode>(),
+        core::mem::size_of::<ObjectSlot<()>>(),
+        core::mem::size_of::<ObjectSlot<ApertureAllocation>>()
+    );
+}
