@@ -14,6 +14,10 @@
 //! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
 //! - [`platform`]: the injected I/O boundary.
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
+//! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
+//!   generation-checked table of memory objects.
+//! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
+//!   platform.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -27,6 +31,7 @@ extern crate std;
 
 pub mod device;
 pub mod error;
+pub mod memory;
 pub mod platform;
 pub mod topology;
 pub mod uapi;
