@@ -23,7 +23,7 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_str(&out).expect("valid JSON")
 }
 
-fn node<'a>(doc: &'a Value, n: u32) -> &'a Value {
+fn node(doc: &Value, n: u32) -> &Value {
     doc["nodes"].as_array().unwrap().iter().find(|v| v["node"] == n).expect("node in JSON")
 }
 
