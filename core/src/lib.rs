@@ -14,6 +14,7 @@
 //! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
 //! - [`platform`]: the injected I/O boundary.
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
+//! - [`queue`]: AQL/SDMA packets, the lock-free ring producer, signals, per-queue sizing.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -24,6 +25,7 @@
 
 pub mod error;
 pub mod platform;
+pub mod queue;
 pub mod topology;
 pub mod uapi;
 
