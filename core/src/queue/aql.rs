@@ -901,7 +901,7 @@ mod tests {
             // Bias towards decodable words: clear reserved areas half the time.
             let mut w = PacketWords { dw: [dw0, dw1], qw };
             if sparse {
-                w.dw[0] = (dw0 & 0x1FFF) % 6 | (dw0 & 0x1F00) | ((dw0 >> 16) & 3) << 16;
+                w.dw[0] = ((dw0 & 0xFF) % 6) | (dw0 & 0x1F00) | (((dw0 >> 16) & 3) << 16);
                 w.qw[5] = 0;
             }
             if let Ok(p) = AqlPacket::from_words(&w) {

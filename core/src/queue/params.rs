@@ -256,7 +256,7 @@ pub const fn validate_ring(kind: QueueKind, base: u64, size: u64) -> Result<(), 
     if kind.is_compute() && size > MAX_COMPUTE_RING_SIZE {
         return Err(QueueParamError::RingTooLarge);
     }
-    if base == 0 || base % RING_BASE_ALIGN != 0 {
+    if base == 0 || !base.is_multiple_of(RING_BASE_ALIGN) {
         return Err(QueueParamError::RingMisaligned);
     }
     Ok(())
@@ -278,7 +278,7 @@ pub fn validate_cu_mask(
 ) -> Result<(), QueueParamError> {
     let words = (count_bits / 32) as usize;
     if count_bits == 0
-        || count_bits % 32 != 0
+        || !count_bits.is_multiple_of(32)
         || count_bits > KFD_MAX_CU_MASK_BITS
         || words > mask.len()
     {
@@ -424,7 +424,10 @@ impl QueueNodeFacts {
     /// CUs on the node: `simd_count / simd_per_cu` (0 when `simd_per_cu` is 0).
     #[must_use]
     pub const fn cu_count(&self) -> u32 {
-        if self.simd_per_cu == 0 { 0 } else { self.simd_count / self.simd_per_cu }
+        match self.simd_count.checked_div(self.simd_per_cu) {
+            Some(n) => n,
+            None => 0,
+        }
     }
 
     const fn xcc(&self) -> u32 {

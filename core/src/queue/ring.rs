@@ -28,6 +28,7 @@
 //!      over-reserves, and a `Full` error has reserved nothing. (Loading the read index first
 //!      guarantees `read_index ≤ w`, so the difference never underflows.) The loop is
 //!      lock-free, not wait-free: it retries only when another producer succeeded.
+//!
 //!    Both kinds may be mixed on one ring.
 //! 2. **Write** each packet's body — `dw[1]` and `qw[0..7]` — with relaxed stores. The slot's
 //!    header word still holds `INVALID` (the ring is initialised so, and the consumer writes it
@@ -208,15 +209,15 @@ impl<M: SharedMemory> SharedAqlCells<M> {
     /// 8-aligned, [`RingError::OutOfBounds`] for an index or doorbell outside its mapping.
     pub fn new(mem: AqlRingMemory<M>) -> Result<Self, RingError> {
         let len = mem.ring.len();
-        if len == 0 || len % PACKET_SIZE != 0 || !(len / PACKET_SIZE).is_power_of_two() {
+        if len == 0 || !len.is_multiple_of(PACKET_SIZE) || !(len / PACKET_SIZE).is_power_of_two() {
             return Err(RingError::InvalidRingSize);
         }
         let slots = len / PACKET_SIZE;
-        if mem.ring.addr() % PACKET_SIZE as u64 != 0
-            || mem.write_index_offset % 8 != 0
-            || mem.read_index_offset % 8 != 0
-            || mem.doorbell_offset % 8 != 0
-            || (mem.indices.addr() % 8 != 0)
+        if !mem.ring.addr().is_multiple_of(PACKET_SIZE as u64)
+            || !mem.write_index_offset.is_multiple_of(8)
+            || !mem.read_index_offset.is_multiple_of(8)
+            || !mem.doorbell_offset.is_multiple_of(8)
+            || (!mem.indices.addr().is_multiple_of(8))
         {
             return Err(RingError::Misaligned);
         }

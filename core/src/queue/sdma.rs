@@ -205,10 +205,10 @@ impl SdmaLimits {
     /// # Errors
     /// [`SdmaError::InvalidSize`], [`SdmaError::Misaligned`], [`SdmaError::AddressOverflow`].
     pub fn plan_fill(&self, dst: u64, data: u32, bytes: u64) -> Result<FillPlan, SdmaError> {
-        if bytes == 0 || bytes % 4 != 0 {
+        if bytes == 0 || !bytes.is_multiple_of(4) {
             return Err(SdmaError::InvalidSize);
         }
-        if dst % 4 != 0 {
+        if !dst.is_multiple_of(4) {
             return Err(SdmaError::Misaligned);
         }
         if dst.checked_add(bytes).is_none() {
@@ -384,6 +384,11 @@ pub enum SdmaPacket {
     },
 }
 
+/// The first `N` dwords of `dw` as an array.
+fn take<const N: usize>(dw: &[u32]) -> Result<[u32; N], SdmaError> {
+    dw.get(..N).and_then(|d| <[u32; N]>::try_from(d).ok()).ok_or(SdmaError::Truncated)
+}
+
 #[inline]
 const fn header(op: u8, sub_op: u8) -> u32 {
     op as u32 | ((sub_op as u32) << 8)
@@ -426,15 +431,15 @@ impl SdmaPacket {
                 }
             }
             Self::ConstantFill { dst, bytes, .. } => {
-                if bytes == 0 || bytes % 4 != 0 || bytes > MAX_FILL_BYTES {
+                if bytes == 0 || !bytes.is_multiple_of(4) || bytes > MAX_FILL_BYTES {
                     return Err(SdmaError::InvalidSize);
                 }
-                if dst % 4 != 0 {
+                if !dst.is_multiple_of(4) {
                     return Err(SdmaError::Misaligned);
                 }
             }
             Self::Fence { addr, mtype, .. } => {
-                if addr % 4 != 0 {
+                if !addr.is_multiple_of(4) {
                     return Err(SdmaError::Misaligned);
                 }
                 if mtype > 7 {
@@ -447,7 +452,7 @@ impl SdmaPacket {
                 }
             }
             Self::PollRegMem { addr, retry_count, .. } => {
-                if addr % 4 != 0 {
+                if !addr.is_multiple_of(4) {
                     return Err(SdmaError::Misaligned);
                 }
                 if retry_count >> 12 != 0 {
@@ -549,8 +554,6 @@ impl SdmaPacket {
     pub fn decode(limits: SdmaLimits, dw: &[u32]) -> Result<(SdmaPacket, usize), SdmaError> {
         let h = *dw.first().ok_or(SdmaError::Truncated)?;
         let (op, sub_op) = (h as u8, (h >> 8) as u8);
-        let need =
-            |n: usize| -> Result<&[u32], SdmaError> { dw.get(..n).ok_or(SdmaError::Truncated) };
         let join = |lo: u32, hi: u32| lo as u64 | ((hi as u64) << 32);
         let reserved = |cond: bool, dword: u8| {
             if cond { Err(SdmaError::ReservedNonZero { dword }) } else { Ok(()) }
@@ -561,7 +564,7 @@ impl SdmaPacket {
                 SdmaPacket::Nop { dwords: ((h >> 16) & 0x3FFF) + 1 }
             }
             (SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR) => {
-                let d = need(7)?;
+                let d: [u32; 7] = take(dw)?;
                 let (d0, d1, d2, d3, d4, d5, d6) = (h, d[1], d[2], d[3], d[4], d[5], d[6]);
                 reserved(d0 >> 16 != 0, 0)?;
                 reserved(d1 & !limits.copy_count_mask() != 0, 1)?;
@@ -569,7 +572,7 @@ impl SdmaPacket {
                 SdmaPacket::CopyLinear { src: join(d3, d4), dst: join(d5, d6), bytes: d1 + 1 }
             }
             (SDMA_OP_CONST_FILL, 0) => {
-                let d = need(5)?;
+                let d: [u32; 5] = take(dw)?;
                 reserved(h & 0x3FFF_0000 != 0 || h >> 30 != FILLSIZE_DWORD, 0)?;
                 reserved(d[4] >> 22 != 0, 4)?;
                 SdmaPacket::ConstantFill {
@@ -579,7 +582,7 @@ impl SdmaPacket {
                 }
             }
             (SDMA_OP_FENCE, 0) => {
-                let d = need(4)?;
+                let d: [u32; 4] = take(dw)?;
                 reserved(h >> 19 != 0, 0)?;
                 SdmaPacket::Fence {
                     addr: join(d[1], d[2]),
@@ -588,13 +591,13 @@ impl SdmaPacket {
                 }
             }
             (SDMA_OP_TRAP, 0) => {
-                let d = need(2)?;
+                let d: [u32; 2] = take(dw)?;
                 reserved(h >> 16 != 0, 0)?;
                 reserved(d[1] >> 28 != 0, 1)?;
                 SdmaPacket::Trap { int_ctx: d[1] }
             }
             (SDMA_OP_POLL_REGMEM, 0) => {
-                let d = need(6)?;
+                let d: [u32; 6] = take(dw)?;
                 // Memory poll only: mem_poll (bit 31) set, hdp_flush (bit 26) and the
                 // remaining header bits clear.
                 reserved(h & 0x0FFF_0000 != 0 || h >> 31 != 1, 0)?;
@@ -649,9 +652,9 @@ impl<M: SharedMemory> SdmaGeometry<M> {
             return Err(SdmaError::InvalidRing);
         }
         let p = mem.pointers.u64s().len();
-        if mem.rptr_offset % 8 != 0
-            || mem.wptr_offset % 8 != 0
-            || mem.doorbell_offset % 8 != 0
+        if !mem.rptr_offset.is_multiple_of(8)
+            || !mem.wptr_offset.is_multiple_of(8)
+            || !mem.doorbell_offset.is_multiple_of(8)
             || mem.rptr_offset / 8 >= p
             || mem.wptr_offset / 8 >= p
             || mem.doorbell_offset / 8 >= mem.doorbell.u64s().len()

@@ -212,7 +212,7 @@ impl<'a, M: SharedMemory> Signal<'a, M> {
     /// [`SignalError::OutOfBounds`] unless the 64 bytes lie inside `mem`.
     pub fn new(mem: &'a M, offset: usize) -> Result<Self, SignalError> {
         let handle = mem.addr().wrapping_add(offset as u64);
-        if handle % SIGNAL_ALIGN as u64 != 0 {
+        if !handle.is_multiple_of(SIGNAL_ALIGN as u64) {
             return Err(SignalError::Misaligned);
         }
         if offset.checked_add(SIGNAL_SIZE).is_none_or(|end| end > mem.len()) {
