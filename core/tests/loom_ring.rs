@@ -62,6 +62,8 @@ struct Inner {
     slots: Vec<Slot>,
     write: AtomicU64,
     read: AtomicU64,
+    /// The producers' cached copy of the read index.
+    read_cache: AtomicU64,
     doorbell: AtomicU64,
     /// Wakes the consumer; set by the doorbell.
     consumer: Arc<Event>,
@@ -82,6 +84,7 @@ impl Cells {
                 .collect(),
             write: AtomicU64::new(0),
             read: AtomicU64::new(0),
+            read_cache: AtomicU64::new(0),
             doorbell: AtomicU64::new(u64::MAX),
             consumer: Event::new(),
         }))
@@ -115,6 +118,12 @@ impl AqlRingCells for Cells {
     }
     fn store_read_index(&self, value: u64, order: Ordering) {
         self.0.read.store(value, order);
+    }
+    fn load_read_cache(&self) -> u64 {
+        self.0.read_cache.load(Ordering::Acquire)
+    }
+    fn update_read_cache(&self, seen: u64) {
+        self.0.read_cache.fetch_max(seen, Ordering::Release);
     }
     fn store_body(&self, slot: usize, p: &PacketWords) {
         let s = &self.0.slots[slot];
@@ -176,7 +185,11 @@ fn check(got: &[(u64, PacketWords)], expected_tags: &[u64]) {
 
 /// The consumer (runs on the model's main thread): takes `n` packets, waiting on its event while the ring
 /// is empty and waking the producers after each release.
-fn consume(cons: &AqlConsumer<Cells>, n: usize, producers: &[&Arc<Event>]) -> Vec<(u64, PacketWords)> {
+fn consume(
+    cons: &AqlConsumer<Cells>,
+    n: usize,
+    producers: &[&Arc<Event>],
+) -> Vec<(u64, PacketWords)> {
     let mut got = Vec::new();
     while got.len() < n {
         match cons.pop() {
@@ -323,5 +336,29 @@ fn try_reserve_never_over_reserves() {
         hb.join().unwrap();
         check(&got, &[0x100, 0x200]);
         assert_eq!(cells.load_write_index(Ordering::SeqCst), 2);
+    });
+}
+
+/// Two producers, two packets each, through a 2-slot ring: slots are reused while the other
+/// producer may rely on a read-index copy one producer refreshed (the copy must carry the
+/// consumer's release to it).
+#[test]
+fn shared_read_cache_reuse() {
+    model("shared_read_cache_reuse", || {
+        let cells = Cells::new(2);
+        let p = Arc::new(AqlProducer::new(cells.clone()).unwrap());
+        let cons = AqlConsumer::new(cells).unwrap();
+        let (h1, e1) = producer(&p, |p, ev| {
+            p.submit(&packet(0x100), || ev.wait());
+            p.submit(&packet(0x101), || ev.wait());
+        });
+        let (h2, e2) = producer(&p, |p, ev| {
+            p.submit(&packet(0x200), || ev.wait());
+            p.submit(&packet(0x201), || ev.wait());
+        });
+        let got = consume(&cons, 4, &[&e1, &e2]);
+        h1.join().unwrap();
+        h2.join().unwrap();
+        check(&got, &[0x100, 0x101, 0x200, 0x201]);
     });
 }

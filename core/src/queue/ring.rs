@@ -17,17 +17,24 @@
 //!
 //! # Protocol (ROCr semantics: `amd_blit_kernel.cpp`, `AqlQueue::ExecutePM4`)
 //! 1. **Reserve** `n` consecutive indices.
-//!    - Blocking ([`AqlProducer::reserve`]): one `fetch_add(n)` on the write index (acq-rel),
-//!      then spin (calling the caller's `relax` hook) until `first + n − read_index ≤ N`. The
-//!      reservation is made before space exists and cannot be abandoned: once taken, the slots
-//!      must be published (or the queue stalls at the first unpublished slot).
-//!    - Non-blocking ([`AqlProducer::try_reserve`]): a compare-exchange loop. Each round loads
-//!      the read index (acquire) *then* the write index `w`, fails with [`RingError::Full`] if
-//!      `w + n − read_index > N`, else tries `CAS(w → w + n)`; a lost race retries with fresh
-//!      loads. A reservation is only ever made when the whole range fits, so it never
-//!      over-reserves, and a `Full` error has reserved nothing. (Loading the read index first
-//!      guarantees `read_index ≤ w`, so the difference never underflows.) The loop is
+//!    - Blocking ([`AqlProducer::reserve`], [`AqlProducer::submit`]): ONE `fetch_add(n)` on
+//!      the write index (acq-rel), then wait (calling the caller's `relax` hook) until
+//!      `first + n − read_index ≤ N`. The reservation is made before space exists and cannot be
+//!      abandoned: once taken, the slots must be published (or the queue stalls at the first
+//!      unpublished slot).
+//!    - Non-blocking ([`AqlProducer::try_reserve`]): a compare-exchange loop. Each round has a
+//!      read index `r` (loaded before the write index) and loads the write index `w`; if
+//!      `w + n − r > N` it reloads the read index (acquire) and fails with
+//!      [`RingError::Full`] if that did not move, else it tries `CAS(w → w + n)`; a lost race
+//!      retries. A reservation is only made when the whole range fits, so it never
+//!      over-reserves, and a `Full` error has reserved nothing. (Reading `r` before `w` keeps
+//!      `r ≤ w`; a read index loaded later that overtook `w` only causes a retry.) The loop is
 //!      lock-free, not wait-free: it retries only when another producer succeeded.
+//!    - Room is checked first against a producer-side cached copy of the read index
+//!      ([`AqlRingCells::load_read_cache`], never ahead of the real one); the real read index —
+//!      a cache line the packet processor keeps writing — is loaded (acquire) only when the copy
+//!      says full, and the copy is then raised with release ordering so the consumer's release
+//!      still reaches every producer that relies on the copy.
 //!
 //!    Both kinds may be mixed on one ring.
 //! 2. **Write** each packet's body — `dw[1]` and `qw[0..7]` — with relaxed stores. The slot's
@@ -155,6 +162,22 @@ pub trait AqlRingCells {
     fn load_read_index(&self, order: Ordering) -> u64;
     /// Stores the read index (consumer only).
     fn store_read_index(&self, value: u64, order: Ordering);
+    /// Loads (acquire) the producers' cached copy of the read index: a value a producer
+    /// earlier loaded from the read index, never more than the read index itself. Producers
+    /// check for room against it and touch the real read index — a cache line the packet
+    /// processor keeps writing — only when the copy says the ring may be full. The default
+    /// has no cache and loads the read index.
+    #[inline]
+    fn load_read_cache(&self) -> u64 {
+        self.load_read_index(Ordering::Acquire)
+    }
+    /// Raises the cached copy to `seen` (a value just loaded, with acquire, from the read
+    /// index) with release ordering, so a producer that acquires the copy also sees what the
+    /// consumer released. The default has no cache.
+    #[inline]
+    fn update_read_cache(&self, seen: u64) {
+        let _ = seen;
+    }
     /// Stores `dw[1]` and `qw[0..7]` of a slot with relaxed ordering (not `dw[0]`).
     fn store_body(&self, slot: usize, packet: &PacketWords);
     /// Loads `dw[1]` and `qw[0..7]` of a slot with relaxed ordering (`dw[0]` of the result is
@@ -192,12 +215,26 @@ pub struct AqlRingMemory<M> {
 /// Established by [`SharedAqlCells::new`]: the ring's `u32s()`/`u64s()` views cover `slots`
 /// packets, `slots` is a power of two, and the index and doorbell words exist. Slot words
 /// 0–1 are accessed as `u32`, words 2–15 (bytes 8..64) as `u64`; index words as `u64`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SharedAqlCells<M> {
     mem: AqlRingMemory<M>,
+    read_cache: AtomicU64,
     slots: u64,
     write_word: usize,
     read_word: usize,
+}
+
+impl<M: Clone> Clone for SharedAqlCells<M> {
+    /// A view of the same memory with its own read-index cache.
+    fn clone(&self) -> Self {
+        SharedAqlCells {
+            mem: self.mem.clone(),
+            read_cache: AtomicU64::new(self.read_cache.load(Ordering::Acquire)),
+            slots: self.slots,
+            write_word: self.write_word,
+            read_word: self.read_word,
+        }
+    }
 }
 
 impl<M: SharedMemory> SharedAqlCells<M> {
@@ -232,7 +269,11 @@ impl<M: SharedMemory> SharedAqlCells<M> {
         {
             return Err(RingError::OutOfBounds);
         }
-        Ok(SharedAqlCells { mem, slots: slots as u64, write_word, read_word })
+        let read_cache = AtomicU64::new(match mem.indices.u64s().get(read_word) {
+            Some(r) => r.load(Ordering::Acquire),
+            None => 0,
+        });
+        Ok(SharedAqlCells { mem, read_cache, slots: slots as u64, write_word, read_word })
     }
 
     /// The memory this ring was built over.
@@ -296,6 +337,14 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
         if let Some(r) = self.read_index() {
             r.store(value, order);
         }
+    }
+    #[inline]
+    fn load_read_cache(&self) -> u64 {
+        self.read_cache.load(Ordering::Acquire)
+    }
+    #[inline]
+    fn update_read_cache(&self, seen: u64) {
+        self.read_cache.fetch_max(seen, Ordering::Release);
     }
     #[inline]
     fn store_body(&self, slot: usize, packet: &PacketWords) {
@@ -413,6 +462,23 @@ impl<C: AqlRingCells> AqlProducer<C> {
         Ok(())
     }
 
+    /// Waits until the slots before index `end` are free: `end − read_index ≤ slots`. Checks
+    /// the cached read index first and loads the real one only when that says full.
+    #[inline]
+    fn wait_for_room(&self, end: u64, mut relax: impl FnMut()) {
+        if end.wrapping_sub(self.cells.load_read_cache()) <= self.slots {
+            return;
+        }
+        loop {
+            let read = self.cells.load_read_index(Ordering::Acquire);
+            if end.wrapping_sub(read) <= self.slots {
+                self.cells.update_read_cache(read);
+                return;
+            }
+            relax();
+        }
+    }
+
     /// Reserves `n` slots, waiting (calling `relax` between checks) until they are free.
     ///
     /// `relax` cannot abort the wait: the reservation already exists (see the module docs);
@@ -421,17 +487,10 @@ impl<C: AqlRingCells> AqlProducer<C> {
     /// # Errors
     /// [`RingError::InvalidCount`] for `n == 0` or `n > slots` (nothing reserved).
     #[inline]
-    pub fn reserve(
-        &self,
-        n: u64,
-        mut relax: impl FnMut(),
-    ) -> Result<Reservation<'_, C>, RingError> {
+    pub fn reserve(&self, n: u64, relax: impl FnMut()) -> Result<Reservation<'_, C>, RingError> {
         self.check_count(n)?;
         let first = self.cells.fetch_add_write_index(n, Ordering::AcqRel);
-        let end = first.wrapping_add(n);
-        while end.wrapping_sub(self.cells.load_read_index(Ordering::Acquire)) > self.slots {
-            relax();
-        }
+        self.wait_for_room(first.wrapping_add(n), relax);
         Ok(Reservation { producer: self, first, len: n, written: 0, finished: false })
     }
 
@@ -443,11 +502,17 @@ impl<C: AqlRingCells> AqlProducer<C> {
     #[inline]
     pub fn try_reserve(&self, n: u64) -> Result<Reservation<'_, C>, RingError> {
         self.check_count(n)?;
+        let mut read = self.cells.load_read_cache();
         loop {
-            let read = self.cells.load_read_index(Ordering::Acquire);
             let write = self.cells.load_write_index(Ordering::Relaxed);
             if write.wrapping_add(n).wrapping_sub(read) > self.slots {
-                return Err(RingError::Full);
+                let fresh = self.cells.load_read_index(Ordering::Acquire);
+                if fresh == read {
+                    return Err(RingError::Full);
+                }
+                self.cells.update_read_cache(fresh);
+                read = fresh;
+                continue;
             }
             if self
                 .cells
@@ -483,11 +548,9 @@ impl<C: AqlRingCells> AqlProducer<C> {
     /// Reserves one slot (waiting for space), writes `packet`, publishes it and rings the
     /// doorbell. Returns the packet's index.
     #[inline]
-    pub fn submit(&self, packet: &PacketWords, mut relax: impl FnMut()) -> u64 {
+    pub fn submit(&self, packet: &PacketWords, relax: impl FnMut()) -> u64 {
         let index = self.cells.fetch_add_write_index(1, Ordering::AcqRel);
-        while index.wrapping_sub(self.cells.load_read_index(Ordering::Acquire)) >= self.slots {
-            relax();
-        }
+        self.wait_for_room(index.wrapping_add(1), relax);
         self.write_body(index, packet);
         self.publish(index, packet);
         self.cells.ring_doorbell(index);
