@@ -16,6 +16,7 @@
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
 //! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
 //!   generation-checked table of memory objects.
+//! - [`queue`]: AQL/SDMA packets, the lock-free ring producer, signals, per-queue sizing.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
 #![no_std]
@@ -33,5 +34,6 @@ pub mod device;
 pub mod error;
 pub mod memory;
 pub mod platform;
+pub mod queue;
 pub mod topology;
 pub mod uapi;
