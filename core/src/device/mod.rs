@@ -7,6 +7,7 @@
 //! `Kfd` is large (the topology snapshot alone is a few hundred KiB; tables grow with their
 //! capacities): keep it in a `static`, a `Box`, or a thread with a large stack.
 
+pub mod queue;
 mod session;
 
 use core::fmt;
@@ -125,6 +126,7 @@ pub struct Kfd<P: Platform> {
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
     topology: spin::RwLock<Topology>,
+    queues: spin::Mutex<queue::QueueState<P::Mapping>>,
 }
 
 impl<P: Platform> fmt::Debug for Kfd<P> {
@@ -144,6 +146,7 @@ impl<P: Platform> Kfd<P> {
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
+            queues: spin::Mutex::new(queue::QueueState::new()),
         }
     }
 
@@ -167,6 +170,7 @@ impl<P: Platform> Kfd<P> {
             Usability::Open => return Ok(Opened::Again { count: self.session.reopen() }),
             Usability::Forked => {
                 // The parent's descriptor and mappings are not ours; forget them.
+                self.forget_queues();
                 self.platform.close();
                 self.session.reset();
             }
@@ -207,6 +211,9 @@ impl<P: Platform> Kfd<P> {
     pub fn close(&self) -> Result<(), Error> {
         let _guard = self.lifecycle.lock();
         self.check_open()?;
+        if self.session.count() == 1 {
+            self.teardown_queues();
+        }
         if self.session.close() == 0 {
             self.platform.close();
         }
