@@ -1,6 +1,8 @@
 //! Scenario tests of `hsakmt-core` over `hsakmt-sim` (the tests live in `tests/`), and the
 //! helpers they share.
 
+pub mod queue_support;
+
 use hsakmt_core::device::Kfd;
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
 use hsakmt_sim::{Profile, SimPlatform};

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 mod fault;
+mod gpu;
 mod kfd;
 mod mapping;
 mod profile;
@@ -13,11 +14,17 @@ mod sysfs;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
 
 pub use fault::{IoctlFault, Trigger};
+pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault};
+pub use gpu::pm4::{
+    PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
+};
+pub use gpu::vm::MemRange;
+pub use gpu::{CpMode, QueueFault, QueueState};
 pub use kfd::{DeviceState, RENDER_FD_BASE};
 pub use mapping::SimMapping;
 pub use profile::{
@@ -37,7 +44,11 @@ pub struct SimBuilder {
     inherit_env: bool,
     hidden_nodes: HashSet<u32>,
     device: DeviceState,
+    cp: kfd::CpConfig,
 }
+
+/// How long an idle queue processor keeps polling before it sleeps (threaded mode).
+pub const DEFAULT_CP_IDLE_SPIN: Duration = Duration::from_micros(50);
 
 impl Default for SimBuilder {
     fn default() -> Self {
@@ -48,6 +59,7 @@ impl Default for SimBuilder {
             inherit_env: false,
             hidden_nodes: HashSet::new(),
             device: DeviceState::Present,
+            cp: kfd::CpConfig { mode: CpMode::Threaded, idle_spin: DEFAULT_CP_IDLE_SPIN },
         }
     }
 }
@@ -97,6 +109,21 @@ impl SimBuilder {
         self
     }
 
+    /// How the simulated command processors run (default [`CpMode::Threaded`]).
+    #[must_use]
+    pub fn cp_mode(mut self, mode: CpMode) -> Self {
+        self.cp.mode = mode;
+        self
+    }
+
+    /// How long an idle queue processor polls before sleeping (threaded mode; default
+    /// [`DEFAULT_CP_IDLE_SPIN`]). Longer lowers doorbell-to-start latency at the cost of CPU.
+    #[must_use]
+    pub fn cp_idle_spin(mut self, spin: Duration) -> Self {
+        self.cp.idle_spin = spin;
+        self
+    }
+
     /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
@@ -111,6 +138,7 @@ impl SimBuilder {
                 &Topology::new(),
                 self.kfd_version,
                 DeviceState::Absent,
+                self.cp,
             )),
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
@@ -130,7 +158,7 @@ impl SimBuilder {
                 .and_then(|h| h.join().ok())
         });
         let topology = topology.unwrap_or_else(|| Box::new(Topology::new()));
-        sim.kfd = Arc::new(kfd::KfdModel::new(&topology, self.kfd_version, self.device));
+        sim.kfd = Arc::new(kfd::KfdModel::new(&topology, self.kfd_version, self.device, self.cp));
         sim
     }
 }
@@ -217,6 +245,90 @@ impl SimPlatform {
     #[must_use]
     pub fn vm_acquired(&self, gpu_id: u32) -> bool {
         self.kfd.vm_acquired(gpu_id)
+    }
+
+    /// Registers a host kernel and returns the kernel-object address to put in AQL dispatch
+    /// packets. The command processor calls `kernel` once per work-group of each dispatch.
+    pub fn register_kernel(
+        &self,
+        name: &str,
+        kernel: impl Fn(&KernelCtx<'_>) -> Result<(), KernelFault> + Send + Sync + 'static,
+    ) -> u64 {
+        self.kfd
+            .gpu
+            .cp
+            .kernels
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .register(name, Arc::new(kernel))
+    }
+
+    /// The name a kernel-object address was registered under.
+    #[must_use]
+    pub fn kernel_name(&self, kernel_object: u64) -> Option<String> {
+        let k = self.kfd.gpu.cp.kernels.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        k.name(kernel_object).map(str::to_string)
+    }
+
+    /// Runs every queue until none can make progress (blocked barriers and polls, empty or
+    /// disabled queues); returns the packets consumed. The way to drive [`CpMode::Step`]; in
+    /// threaded mode it runs alongside the processor threads.
+    pub fn run_until_idle(&self) -> u64 {
+        self.kfd.gpu.run_until_idle()
+    }
+
+    /// Ids of the queues the simulated kernel holds.
+    #[must_use]
+    pub fn queue_ids(&self) -> Vec<u32> {
+        self.kfd.gpu.queue_ids()
+    }
+
+    /// Why queue `queue_id` stopped with an error, if it did.
+    #[must_use]
+    pub fn queue_fault(&self, queue_id: u32) -> Option<QueueFault> {
+        self.kfd.gpu.queue(queue_id).and_then(|q| q.fault())
+    }
+
+    /// What the simulated hardware holds for queue `queue_id`.
+    #[must_use]
+    pub fn queue_state(&self, queue_id: u32) -> Option<QueueState> {
+        self.kfd.gpu.queue(queue_id).map(|q| q.state())
+    }
+
+    /// The CU mask last set on queue `queue_id`.
+    #[must_use]
+    pub fn queue_cu_mask(&self, queue_id: u32) -> Option<Vec<u32>> {
+        self.kfd.gpu.cu_mask(queue_id)
+    }
+
+    /// The queue holding `gpu_id`'s GWS.
+    #[must_use]
+    pub fn gws_owner(&self, gpu_id: u32) -> Option<u32> {
+        self.kfd.gpu.gws_owner(gpu_id)
+    }
+
+    /// The trap handler `(tba, tma)` set on `gpu_id`.
+    #[must_use]
+    pub fn trap_handler(&self, gpu_id: u32) -> Option<(u64, u64)> {
+        self.kfd.gpu.trap_handler(gpu_id)
+    }
+
+    /// Event ids the command processors raised (mailbox writes, traps, queue-error events),
+    /// in order.
+    #[must_use]
+    pub fn raised_events(&self) -> Vec<u32> {
+        self.kfd.events.signaled.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// GPU page faults `(gpu_id, address, write)` the command processors raised.
+    #[must_use]
+    pub fn memory_faults(&self) -> Vec<(u32, u64, bool)> {
+        self.kfd
+            .events
+            .memory_faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }
 

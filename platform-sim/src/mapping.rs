@@ -40,6 +40,12 @@ impl SimMapping {
     pub(crate) fn new(memory: LinuxMapping) -> Self {
         Self { memory, doorbell: None, clones: Arc::new(()) }
     }
+
+    /// A doorbell page: writes through [`SharedMemory::ring_doorbell64`] (and `32`) reach
+    /// `sink`, which wakes the simulated command processor.
+    pub(crate) fn doorbell(memory: LinuxMapping, sink: Arc<dyn DoorbellSink>) -> Self {
+        Self { memory, doorbell: Some(sink), clones: Arc::new(()) }
+    }
 }
 
 impl SharedMemory for SimMapping {

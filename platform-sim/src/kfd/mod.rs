@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
@@ -15,6 +15,9 @@ use hsakmt_core::uapi::{
 
 use crate::SimPlatform;
 use crate::fault::Faults;
+use crate::gpu::pqm::{MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL};
+use crate::gpu::vm::HostVm;
+use crate::gpu::{CpMode, GpuFacts, GpuModel, RecordedEvents};
 use crate::mapping::SimMapping;
 
 /// Descriptors the simulator hands out for render nodes are `RENDER_FD_BASE + minor`; they are
@@ -71,6 +74,16 @@ pub(crate) struct KfdModel {
     state: DeviceState,
     session: Mutex<Session>,
     opens: AtomicU32,
+    pub(crate) host_vm: Arc<HostVm>,
+    pub(crate) events: Arc<RecordedEvents>,
+    pub(crate) gpu: GpuModel,
+}
+
+/// How the simulated command processors run (from the builder).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CpConfig {
+    pub(crate) mode: CpMode,
+    pub(crate) idle_spin: std::time::Duration,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -78,7 +91,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl KfdModel {
-    pub(crate) fn new(topology: &Topology, version: (u32, u32), state: DeviceState) -> Self {
+    pub(crate) fn new(
+        topology: &Topology,
+        version: (u32, u32),
+        state: DeviceState,
+        cp: CpConfig,
+    ) -> Self {
         let gpus = topology
             .nodes()
             .filter(|n| n.kind() != NodeKind::Cpu && n.is_accessible())
@@ -89,6 +107,15 @@ impl KfdModel {
                 })
             })
             .collect();
+        let host_vm = Arc::new(HostVm::default());
+        let events = Arc::new(RecordedEvents::default());
+        let gpu = GpuModel::new(
+            GpuFacts::from_topology(topology),
+            host_vm.clone(),
+            events.clone(),
+            cp.mode,
+            cp.idle_spin,
+        );
         Self {
             gpus,
             version,
@@ -96,6 +123,9 @@ impl KfdModel {
             state,
             session: Mutex::new(Session::default()),
             opens: AtomicU32::new(0),
+            host_vm,
+            events,
+            gpu,
         }
     }
 
@@ -123,6 +153,8 @@ impl KfdModel {
         if !s.open || s.owner != pid {
             *s = Session { open: true, owner: pid, vms: HashMap::new() };
             self.opens.fetch_add(1, Ordering::Relaxed);
+            drop(s);
+            self.gpu.destroy_all();
         }
         Ok(())
     }
@@ -131,6 +163,9 @@ impl KfdModel {
         let mut s = lock(&self.session);
         s.open = false;
         s.vms.clear();
+        drop(s);
+        // Releasing /dev/kfd tears down the process's queues.
+        self.gpu.destroy_all();
     }
 
     /// Dispatches one ioctl like `kfd_ioctl`: fault injection first, then the owner check
@@ -156,6 +191,13 @@ impl KfdModel {
             }
             Ioctl::AcquireVm(a) => self.acquire_vm(a),
             Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
+            Ioctl::CreateQueue(a) => self.gpu.create_queue(a, self.version.1),
+            Ioctl::DestroyQueue(a) => self.gpu.destroy_queue(a),
+            Ioctl::UpdateQueue(a) => self.gpu.update_queue(a),
+            Ioctl::SetCuMask { args, mask } => self.gpu.set_cu_mask(args, mask),
+            Ioctl::AllocQueueGws(a) => self.gpu.alloc_queue_gws(a),
+            Ioctl::GetQueueWaveState(a) => self.gpu.queue_wave_state(a),
+            Ioctl::SetTrapHandler(a) => self.gpu.set_trap_handler(a),
             // Not (yet) modelled: what a kernel without the ioctl answers.
             _ => Err(Errno::ENOTTY),
         }
@@ -254,17 +296,34 @@ impl KfdDevice for SimPlatform {
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
+        self.kfd.host_vm.remove_range(addr, size)?;
         hsakmt_linux::mapping::release(addr, size)
     }
 
     fn map_kfd(
         &self,
-        _offset: u64,
-        _size: u64,
-        _addr: Option<u64>,
+        offset: u64,
+        size: u64,
+        addr: Option<u64>,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
-        Err(Errno::EINVAL)
+        // kfd_mmap: the type in bits 62..64, the gpu_id in bits 46..62.
+        if offset & (3 << 62) != MMAP_TYPE_DOORBELL {
+            return Err(Errno::EINVAL);
+        }
+        let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
+        let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
+        // kfd_doorbell_mmap: exactly the process's doorbell slice.
+        if size != (1024 * facts.doorbell_size).max(4096) {
+            return Err(Errno::EINVAL);
+        }
+        let sink = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
+        let at = match addr {
+            Some(a) => a,
+            None => hsakmt_linux::mapping::reserve(None, size, 4096)?,
+        };
+        let memory = hsakmt_linux::mapping::map_anonymous(at, size)?;
+        Ok(SimMapping::doorbell(memory, sink))
     }
 
     fn map_buffer(
@@ -279,6 +338,8 @@ impl KfdDevice for SimPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
-        hsakmt_linux::mapping::map_anonymous(addr, size).map(SimMapping::new)
+        let memory = hsakmt_linux::mapping::map_anonymous(addr, size)?;
+        self.kfd.host_vm.add(memory.clone());
+        Ok(SimMapping::new(memory))
     }
 }

@@ -1,0 +1,616 @@
+//! The simulated GPUs' command processors: user queues created by `AMDKFD_IOC_CREATE_QUEUE`
+//! ([`pqm`]), woken by doorbell writes, executing AQL packets ([`aql`]), PM4 packets ([`pm4`])
+//! and SDMA packets ([`sdma`]) on the process's memory ([`vm`]), running registered host
+//! kernels ([`kernel`]).
+//!
+//! # Execution modes ([`CpMode`])
+//! - **Threaded** (default): each queue has a processor thread. A doorbell write wakes it; it
+//!   consumes packets from the read index up to the doorbell, and sleeps when the queue is
+//!   empty. A barrier whose dependencies are not met parks the thread on the device's progress
+//!   notifier (woken by every completion) with a short timeout, since the host may change a
+//!   signal without telling anyone.
+//! - **Step**: no threads. Doorbells only record; [`GpuModel::run_until_idle`] runs every queue
+//!   in queue-id order until none can make progress. Deterministic, for tests.
+//!
+//! Either way a queue processes packets only while it is *active* — a ring, a non-zero
+//! percentage, no error — exactly amdkfd's `QUEUE_IS_ACTIVE`; disabling it by
+//! `UPDATE_QUEUE` stops consumption and re-enabling resumes at the read index.
+
+pub(crate) mod aql;
+pub(crate) mod kernel;
+pub(crate) mod pm4;
+pub(crate) mod pqm;
+pub(crate) mod sdma;
+pub(crate) mod vm;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hsakmt_core::platform::SharedMemory;
+use hsakmt_core::queue::signal::Signal;
+use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
+
+use crate::mapping::DoorbellSink;
+use kernel::Kernels;
+use vm::{GpuVm, Pin};
+
+pub(crate) use pqm::GpuFacts;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How the simulated command processors run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpMode {
+    /// A processor thread per queue, woken by doorbells (realistic concurrency).
+    #[default]
+    Threaded,
+    /// No threads: work happens in [`SimPlatform::run_until_idle`](crate::SimPlatform::run_until_idle).
+    Step,
+}
+
+/// Why a queue stopped with an error, as the kernel would report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueFault {
+    /// The kernel's queue id.
+    pub queue_id: u32,
+    /// The queue's GPU.
+    pub gpu_id: u32,
+    /// The exception code (`EC_QUEUE_*` / `EC_DEVICE_*` of `kfd_ioctl.h`); the kernel writes
+    /// `KFD_EC_MASK(exception)` to the queue's error payload.
+    pub exception: u32,
+    /// The packet's index in the queue (AQL), or the read pointer (PM4/SDMA).
+    pub packet: u64,
+    /// The faulting address of a memory violation.
+    pub address: Option<u64>,
+}
+
+/// A queue as the simulated hardware holds it (for tests and tools).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueState {
+    /// The GPU.
+    pub gpu_id: u32,
+    /// The ring the queue fetches from (0 when disabled by a null ring).
+    pub ring_address: u64,
+    /// Its size in bytes.
+    pub ring_size: u64,
+    /// Queue percentage.
+    pub percentage: u32,
+    /// Priority 0..=15.
+    pub priority: u32,
+    /// Whether the queue fetches packets (a ring, a non-zero percentage, no error).
+    pub active: bool,
+    /// Packets consumed so far.
+    pub packets: u64,
+    /// The doorbell's index in the GPU's doorbell page.
+    pub doorbell_index: u32,
+    /// The error that stopped the queue.
+    pub fault: Option<QueueFault>,
+}
+
+/// Where the command processor raises interrupts: the events model.
+pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
+    /// A signal interrupt with `event_id` (an event-mailbox write, an SDMA trap, `RELEASE_MEM`).
+    fn signal_event(&self, event_id: u32);
+    /// A GPU page fault at `address` (KFD raises the process's memory events).
+    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool);
+    /// A queue went into error.
+    fn queue_error(&self, fault: &QueueFault);
+}
+
+/// The events model until the simulator's event table takes over: records what was raised.
+#[derive(Debug, Default)]
+pub(crate) struct RecordedEvents {
+    pub(crate) signaled: Mutex<Vec<u32>>,
+    pub(crate) memory_faults: Mutex<Vec<(u32, u64, bool)>>,
+    pub(crate) queue_errors: Mutex<Vec<QueueFault>>,
+}
+
+impl EventHooks for RecordedEvents {
+    fn signal_event(&self, event_id: u32) {
+        lock(&self.signaled).push(event_id);
+    }
+    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
+        lock(&self.memory_faults).push((gpu_id, address, write));
+    }
+    fn queue_error(&self, fault: &QueueFault) {
+        lock(&self.queue_errors).push(*fault);
+    }
+}
+
+/// Counts completions; blocked queues wait on it.
+#[derive(Debug, Default)]
+struct Progress {
+    generation: Mutex<u64>,
+    cv: Condvar,
+    waiters: std::sync::atomic::AtomicUsize,
+}
+
+impl Progress {
+    fn bump(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            *lock(&self.generation) += 1;
+            self.cv.notify_all();
+        }
+    }
+
+    fn wait(&self, timeout: Duration) {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let g = lock(&self.generation);
+        let seen = *g;
+        let _ = self.cv.wait_timeout_while(g, timeout, |g| *g == seen);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What every queue processor shares.
+#[derive(Debug)]
+pub(crate) struct Cp {
+    pub(crate) vm: Arc<dyn GpuVm>,
+    pub(crate) events: Arc<dyn EventHooks>,
+    pub(crate) kernels: RwLock<Kernels>,
+    progress: Progress,
+    mode: CpMode,
+    idle_spin: Duration,
+}
+
+impl Cp {
+    /// Completes an AQL/PM4 completion signal: decrement, then the mailbox write and the event.
+    /// Returns `Err(address)` when the signal is not mapped.
+    pub(crate) fn complete_signal(&self, gpu_id: u32, handle: u64) -> Result<(), u64> {
+        let range = self.vm.resolve(gpu_id, handle, 64).ok_or(handle)?;
+        let signal = Signal::new(&range, 0).map_err(|_| handle)?;
+        let done = signal.cp_complete();
+        if let Some(m) = done.interrupt {
+            self.mailbox(gpu_id, m.address, m.event_id);
+        }
+        self.progress.bump();
+        Ok(())
+    }
+
+    /// Writes `event_id` into an event mailbox slot (low dword) and raises the event.
+    pub(crate) fn mailbox(&self, gpu_id: u32, address: u64, event_id: u32) {
+        if let Some(r) = self.vm.resolve(gpu_id, address, 4)
+            && let Some(w) = r.u32s().first()
+        {
+            w.store(event_id, Ordering::Release);
+        }
+        self.events.signal_event(event_id);
+    }
+}
+
+/// The kind of a simulated queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueueKind {
+    /// AQL compute.
+    Aql,
+    /// PM4 compute.
+    Pm4,
+    /// SDMA on `engine` (PCIe engines first, then XGMI).
+    Sdma {
+        /// Engine index.
+        engine: u32,
+    },
+}
+
+/// What `UPDATE_QUEUE` changes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Regs {
+    pub(crate) ring_address: u64,
+    pub(crate) ring_size: u64,
+    pub(crate) percentage: u32,
+    pub(crate) priority: u32,
+}
+
+impl Regs {
+    fn active(&self) -> bool {
+        self.ring_address != 0 && self.ring_size > 0 && self.percentage > 0
+    }
+}
+
+/// Outcome of running a queue for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Packets were consumed.
+    Progress,
+    /// Nothing to do (empty, inactive or in error).
+    Idle,
+    /// The next packet waits for something (a barrier's signals, a memory poll).
+    Blocked,
+}
+
+/// Engine-private execution state.
+#[derive(Debug, Default)]
+pub(crate) struct Exec {
+    /// Failed polls of the current SDMA `POLL_REGMEM`.
+    pub(crate) poll_retries: u32,
+}
+
+/// A user queue as the simulated hardware sees it (its MQD).
+#[derive(Debug)]
+pub(crate) struct SimQueue {
+    pub(crate) qid: u32,
+    pub(crate) gpu_id: u32,
+    pub(crate) kind: QueueKind,
+    pub(crate) doorbell_index: u32,
+    pub(crate) read_pointer: u64,
+    pub(crate) write_pointer: u64,
+    pub(crate) ctx_save: u64,
+    pub(crate) gfx_target: u32,
+    regs: Mutex<Regs>,
+    /// AQL: one past the highest packet index a doorbell announced. PM4/SDMA: last value.
+    doorbell: AtomicU64,
+    pending: AtomicBool,
+    sleeping: AtomicBool,
+    stop: AtomicBool,
+    wake: Mutex<()>,
+    cv: Condvar,
+    fault: Mutex<Option<QueueFault>>,
+    pub(crate) pins: Mutex<Vec<Pin>>,
+    exec: Mutex<Exec>,
+    packets: AtomicU64,
+}
+
+impl SimQueue {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        qid: u32,
+        gpu_id: u32,
+        kind: QueueKind,
+        doorbell_index: u32,
+        pointers: (u64, u64),
+        ctx_save: u64,
+        gfx_target: u32,
+        regs: Regs,
+        pins: Vec<Pin>,
+    ) -> Self {
+        SimQueue {
+            qid,
+            gpu_id,
+            kind,
+            doorbell_index,
+            read_pointer: pointers.0,
+            write_pointer: pointers.1,
+            ctx_save,
+            gfx_target,
+            regs: Mutex::new(regs),
+            doorbell: AtomicU64::new(0),
+            pending: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            wake: Mutex::new(()),
+            cv: Condvar::new(),
+            fault: Mutex::new(None),
+            pins: Mutex::new(pins),
+            exec: Mutex::new(Exec::default()),
+            packets: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn regs(&self) -> Regs {
+        *lock(&self.regs)
+    }
+
+    pub(crate) fn set_regs(&self, regs: Regs) {
+        *lock(&self.regs) = regs;
+        self.kick();
+    }
+
+    /// Whether the queue is active (amdkfd's `QUEUE_IS_ACTIVE`, plus "not in error").
+    pub(crate) fn is_active(&self) -> bool {
+        self.regs().active() && lock(&self.fault).is_none()
+    }
+
+    pub(crate) fn fault(&self) -> Option<QueueFault> {
+        *lock(&self.fault)
+    }
+
+    /// A snapshot for tests and tools.
+    pub(crate) fn state(&self) -> QueueState {
+        let regs = self.regs();
+        let fault = self.fault();
+        QueueState {
+            gpu_id: self.gpu_id,
+            ring_address: regs.ring_address,
+            ring_size: regs.ring_size,
+            percentage: regs.percentage,
+            priority: regs.priority,
+            active: regs.active() && fault.is_none(),
+            packets: self.packets(),
+            doorbell_index: self.doorbell_index,
+            fault,
+        }
+    }
+
+    /// Packets consumed so far.
+    pub(crate) fn packets(&self) -> u64 {
+        self.packets.load(Ordering::Relaxed)
+    }
+
+    /// A doorbell write with `value`.
+    fn ring(&self, value: u64) {
+        match self.kind {
+            QueueKind::Aql => {
+                self.doorbell.fetch_max(value.wrapping_add(1), Ordering::AcqRel);
+            }
+            QueueKind::Pm4 | QueueKind::Sdma { .. } => {
+                self.doorbell.store(value, Ordering::Release)
+            }
+        }
+        self.kick();
+    }
+
+    /// Tells the processor to look (doorbell, re-activation, stop).
+    fn kick(&self) {
+        self.pending.store(true, Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) {
+            let _g = lock(&self.wake);
+            self.cv.notify_one();
+        }
+    }
+
+    /// The AQL doorbell limit (one past the last announced index).
+    pub(crate) fn aql_limit(&self) -> u64 {
+        self.doorbell.load(Ordering::Acquire)
+    }
+
+    /// Sleeps until kicked or `timeout`, unless a kick already arrived.
+    fn sleep(&self, timeout: Duration) {
+        let g = lock(&self.wake);
+        self.sleeping.store(true, Ordering::SeqCst);
+        if !self.pending.load(Ordering::SeqCst) && !self.stop.load(Ordering::SeqCst) {
+            let _ = self.cv.wait_timeout(g, timeout);
+        }
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// Runs the queue for at most `budget` packets.
+    pub(crate) fn step(&self, cp: &Cp, budget: usize) -> Step {
+        let mut exec = lock(&self.exec);
+        if self.stop.load(Ordering::Acquire) || lock(&self.fault).is_some() {
+            return Step::Idle;
+        }
+        let regs = self.regs();
+        if !regs.active() {
+            return Step::Idle;
+        }
+        let (step, n) = match self.kind {
+            QueueKind::Aql => aql::run(self, cp, &regs, budget),
+            QueueKind::Pm4 => pm4::run(self, cp, &regs, budget),
+            QueueKind::Sdma { .. } => sdma::run(self, cp, &regs, &mut exec, budget),
+        };
+        self.packets.fetch_add(n, Ordering::Relaxed);
+        step
+    }
+
+    /// Puts the queue into error: records the fault, writes the exception mask to the error
+    /// payload named in its context-save-area header and raises its error event, and for
+    /// memory violations the process's memory-fault events.
+    pub(crate) fn raise_fault(&self, cp: &Cp, exception: u32, packet: u64, address: Option<u64>) {
+        let fault =
+            QueueFault { queue_id: self.qid, gpu_id: self.gpu_id, exception, packet, address };
+        *lock(&self.fault) = Some(fault);
+        if self.ctx_save != 0
+            && let Some(hdr) = cp.vm.resolve(self.gpu_id, self.ctx_save, 40)
+        {
+            let payload = hdr.u64s().get(3).map_or(0, |w| w.load(Ordering::Acquire));
+            let event = hdr.u32s().get(8).map_or(0, |w| w.load(Ordering::Acquire));
+            if payload != 0
+                && let Some(p) = cp.vm.resolve(self.gpu_id, payload, 8)
+                && let Some(w) = p.u64s().first()
+            {
+                w.fetch_or(KFD_EC_MASK(exception), Ordering::AcqRel);
+            }
+            if event != 0 {
+                cp.events.signal_event(event);
+            }
+        }
+        if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
+            cp.events.memory_fault(self.gpu_id, a, false);
+        }
+        cp.events.queue_error(&fault);
+        cp.progress.bump();
+    }
+}
+
+/// Routes one GPU's doorbell page to its queues.
+pub(crate) struct Doorbells {
+    size: u64,
+    slots: RwLock<Vec<Option<Arc<SimQueue>>>>,
+}
+
+impl fmt::Debug for Doorbells {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Doorbells").field("size", &self.size).finish_non_exhaustive()
+    }
+}
+
+impl Doorbells {
+    pub(crate) fn new(size: u64) -> Self {
+        Doorbells { size, slots: RwLock::new(vec![None; 1024]) }
+    }
+
+    pub(crate) fn set(&self, index: u32, q: Option<Arc<SimQueue>>) {
+        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = s.get_mut(index as usize) {
+            *slot = q;
+        }
+    }
+}
+
+impl DoorbellSink for Doorbells {
+    fn rung(&self, offset: usize, value: u64) {
+        let index = offset as u64 / self.size;
+        let s = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(Some(q)) = s.get(index as usize) {
+            q.ring(value);
+        }
+    }
+}
+
+/// A processor thread's loop.
+fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
+    let mut idle_since: Option<Instant> = None;
+    let mut blocked_wait = Duration::from_micros(20);
+    loop {
+        let Some(q) = q.upgrade() else { return };
+        if q.stop.load(Ordering::Acquire) {
+            return;
+        }
+        q.pending.store(false, Ordering::SeqCst);
+        match q.step(&cp, 256) {
+            Step::Progress => {
+                idle_since = None;
+                blocked_wait = Duration::from_micros(20);
+            }
+            Step::Blocked => {
+                idle_since = None;
+                drop(q);
+                cp.progress.wait(blocked_wait);
+                blocked_wait = (blocked_wait * 2).min(Duration::from_millis(1));
+            }
+            Step::Idle => {
+                let since = *idle_since.get_or_insert_with(Instant::now);
+                if since.elapsed() < cp.idle_spin {
+                    drop(q);
+                    std::thread::yield_now();
+                } else {
+                    q.sleep(Duration::from_millis(50));
+                    idle_since = None;
+                }
+            }
+        }
+    }
+}
+
+struct Live {
+    q: Arc<SimQueue>,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// The simulated GPUs: facts, doorbell routing, live queues, the shared processor state.
+pub(crate) struct GpuModel {
+    pub(crate) cp: Arc<Cp>,
+    pub(crate) gpus: Vec<GpuFacts>,
+    doorbells: BTreeMap<u32, Arc<Doorbells>>,
+    pub(crate) pqm: Mutex<pqm::Pqm>,
+    queues: Mutex<BTreeMap<u32, Live>>,
+}
+
+impl fmt::Debug for GpuModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuModel")
+            .field("gpus", &self.gpus.len())
+            .field("queues", &lock(&self.queues).len())
+            .field("mode", &self.cp.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuModel {
+    pub(crate) fn new(
+        gpus: Vec<GpuFacts>,
+        vm: Arc<dyn GpuVm>,
+        events: Arc<dyn EventHooks>,
+        mode: CpMode,
+        idle_spin: Duration,
+    ) -> Self {
+        let doorbells =
+            gpus.iter().map(|g| (g.gpu_id, Arc::new(Doorbells::new(g.doorbell_size)))).collect();
+        GpuModel {
+            cp: Arc::new(Cp {
+                vm,
+                events,
+                kernels: RwLock::new(Kernels::default()),
+                progress: Progress::default(),
+                mode,
+                idle_spin,
+            }),
+            gpus,
+            doorbells,
+            pqm: Mutex::new(pqm::Pqm::default()),
+            queues: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub(crate) fn facts(&self, gpu_id: u32) -> Option<&GpuFacts> {
+        self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+    }
+
+    pub(crate) fn doorbells(&self, gpu_id: u32) -> Option<Arc<Doorbells>> {
+        self.doorbells.get(&gpu_id).cloned()
+    }
+
+    /// Starts a queue: routes its doorbell and, in threaded mode, starts its processor.
+    pub(crate) fn start(&self, q: Arc<SimQueue>) {
+        if let Some(d) = self.doorbells.get(&q.gpu_id) {
+            d.set(q.doorbell_index, Some(q.clone()));
+        }
+        let worker = match self.cp.mode {
+            CpMode::Step => None,
+            CpMode::Threaded => {
+                let (weak, cp) = (Arc::downgrade(&q), self.cp.clone());
+                std::thread::Builder::new()
+                    .name(format!("sim-cp-q{}", q.qid))
+                    .spawn(move || worker(weak, cp))
+                    .ok()
+            }
+        };
+        lock(&self.queues).insert(q.qid, Live { q, worker });
+    }
+
+    /// Stops a queue: its processor finishes the packet at hand and exits; the doorbell goes
+    /// nowhere.
+    pub(crate) fn stop(&self, qid: u32) -> Option<Arc<SimQueue>> {
+        let live = lock(&self.queues).remove(&qid)?;
+        if let Some(d) = self.doorbells.get(&live.q.gpu_id) {
+            d.set(live.q.doorbell_index, None);
+        }
+        live.q.stop.store(true, Ordering::SeqCst);
+        live.q.kick();
+        if let Some(w) = live.worker
+            && w.thread().id() != std::thread::current().id()
+        {
+            let _ = w.join();
+        }
+        Some(live.q)
+    }
+
+    /// The live queue `qid`.
+    pub(crate) fn queue(&self, qid: u32) -> Option<Arc<SimQueue>> {
+        lock(&self.queues).get(&qid).map(|l| l.q.clone())
+    }
+
+    /// Ids of the live queues.
+    pub(crate) fn queue_ids(&self) -> Vec<u32> {
+        lock(&self.queues).keys().copied().collect()
+    }
+
+    /// Runs every queue until none makes progress; returns the packets consumed.
+    pub(crate) fn run_until_idle(&self) -> u64 {
+        let mut total = 0;
+        loop {
+            let queues: Vec<Arc<SimQueue>> =
+                lock(&self.queues).values().map(|l| l.q.clone()).collect();
+            let mut moved = false;
+            for q in queues {
+                let before = q.packets();
+                while q.step(&self.cp, 4096) == Step::Progress {}
+                let n = q.packets() - before;
+                total += n;
+                moved |= n > 0;
+            }
+            if !moved {
+                return total;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+//! A PM4 packet processor for compute (PM4) queues and for the PM4 indirect buffers AQL
+//! vendor packets carry: the handful of type-3 packets user-mode code issues to move data and
+//! raise events — `NOP`, `WRITE_DATA` (to memory), `RELEASE_MEM` (data write and/or
+//! interrupt), `WAIT_REG_MEM` (memory poll) and `INDIRECT_BUFFER` — plus type-2 filler.
+//!
+//! Formats from Linux `drivers/gpu/drm/amd/amdgpu/soc15d.h` (`PACKET3`, `PACKET3_NOP` 0x10,
+//! `PACKET3_WRITE_DATA` 0x37 with `WRITE_DATA_DST_SEL` bits 8..12 and `WR_ONE_ADDR` bit 16,
+//! `PACKET3_RELEASE_MEM` 0x49 with `DATA_SEL` bits 29..32, `INT_SEL` bits 24..27 in dword 2,
+//! `PACKET3_WAIT_REG_MEM` 0x3C with `FUNCTION` bits 0..3 and `MEM_SPACE` bit 4,
+//! `PACKET3_INDIRECT_BUFFER` 0x3F). A PM4 queue's read and write pointers count dwords; its
+//! packets may wrap around the ring's end. Any other opcode stops the queue with
+//! `EC_QUEUE_PACKET_UNSUPPORTED`.
+
+use std::sync::atomic::Ordering;
+
+use hsakmt_core::platform::SharedMemory;
+use hsakmt_core::uapi::{
+    EC_QUEUE_PACKET_RESERVED, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_WAVE_MEMORY_VIOLATION,
+};
+
+use super::{Cp, Regs, SimQueue, Step};
+
+/// `PACKET3_NOP`.
+pub const PM4_NOP: u32 = 0x10;
+/// `PACKET3_WAIT_REG_MEM`.
+pub const PM4_WAIT_REG_MEM: u32 = 0x3C;
+/// `PACKET3_INDIRECT_BUFFER`.
+pub const PM4_INDIRECT_BUFFER: u32 = 0x3F;
+/// `PACKET3_WRITE_DATA`.
+pub const PM4_WRITE_DATA: u32 = 0x37;
+/// `PACKET3_RELEASE_MEM`.
+pub const PM4_RELEASE_MEM: u32 = 0x49;
+
+/// Dwords an indirect buffer may nest (an IB inside an IB); deeper chains are refused.
+const MAX_IB_DEPTH: u32 = 2;
+
+type Fault = (u32, Option<u64>);
+
+enum Exec {
+    /// Consumed this many dwords.
+    Done(u64),
+    Blocked,
+}
+
+/// Outcome of an indirect buffer.
+pub(crate) enum IbOutcome {
+    Done,
+    Blocked,
+}
+
+fn mem_u32(q: &SimQueue, cp: &Cp, addr: u64) -> Result<super::vm::MemRange, Fault> {
+    let r = cp.vm.resolve(q.gpu_id, addr, 4).ok_or((EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(addr)))?;
+    if r.u32s().is_empty() {
+        return Err((EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(addr)));
+    }
+    Ok(r)
+}
+
+/// Executes the packet whose dwords `dw(i)` yields (`dw(0)` its header), `avail` dwords long
+/// at most.
+fn packet(
+    q: &SimQueue,
+    cp: &Cp,
+    dw: &dyn Fn(u64) -> Option<u32>,
+    avail: u64,
+    depth: u32,
+) -> Result<Exec, Fault> {
+    let h = dw(0).ok_or((EC_QUEUE_PACKET_RESERVED, None))?;
+    match h >> 30 {
+        2 => return Ok(Exec::Done(1)),
+        3 => {}
+        _ => return Err((EC_QUEUE_PACKET_RESERVED, None)),
+    }
+    let len = u64::from((h >> 16) & 0x3FFF) + 2;
+    if len > avail {
+        return Err((EC_QUEUE_PACKET_RESERVED, None));
+    }
+    let op = (h >> 8) & 0xFF;
+    let get = |i: u64| dw(i).ok_or((EC_QUEUE_PACKET_RESERVED, None));
+    let addr = |lo: u64, hi: u64| -> Result<u64, Fault> {
+        Ok(u64::from(get(lo)? & !3) | (u64::from(get(hi)?) << 32))
+    };
+    match op {
+        PM4_NOP => {}
+        PM4_WRITE_DATA => {
+            let control = get(1)?;
+            let dst_sel = (control >> 8) & 0xF;
+            let one_addr = control & (1 << 16) != 0;
+            if !matches!(dst_sel, 1 | 2 | 5) {
+                return Err((EC_QUEUE_PACKET_UNSUPPORTED, None));
+            }
+            let dst = addr(2, 3)?;
+            for i in 0..len - 4 {
+                let at = if one_addr { dst } else { dst + 4 * i };
+                let r = mem_u32(q, cp, at)?;
+                if let Some(w) = r.u32s().first() {
+                    w.store(get(4 + i)?, Ordering::Release);
+                }
+            }
+        }
+        PM4_RELEASE_MEM => {
+            if len < 8 {
+                return Err((EC_QUEUE_PACKET_RESERVED, None));
+            }
+            let sel = get(2)?;
+            let (data_sel, int_sel) = (sel >> 29, (sel >> 24) & 7);
+            let dst = addr(3, 4)?;
+            let (lo, hi) = (get(5)?, get(6)?);
+            match data_sel {
+                0 => {}
+                1 => {
+                    let r = mem_u32(q, cp, dst)?;
+                    if let Some(w) = r.u32s().first() {
+                        w.store(lo, Ordering::Release);
+                    }
+                }
+                2 | 3 => {
+                    let v = if data_sel == 2 {
+                        u64::from(lo) | u64::from(hi) << 32
+                    } else {
+                        std::time::SystemTime::UNIX_EPOCH
+                            .elapsed()
+                            .map_or(0, |d| d.as_nanos() as u64)
+                    };
+                    let r = cp
+                        .vm
+                        .resolve(q.gpu_id, dst, 8)
+                        .ok_or((EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(dst)))?;
+                    let w = r.u64s().first().ok_or((EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(dst)))?;
+                    w.store(v, Ordering::Release);
+                }
+                _ => return Err((EC_QUEUE_PACKET_UNSUPPORTED, None)),
+            }
+            cp.progress.bump();
+            if int_sel != 0 {
+                cp.events.signal_event(get(7)? & 0x0FFF_FFFF);
+            }
+        }
+        PM4_WAIT_REG_MEM => {
+            if len < 7 {
+                return Err((EC_QUEUE_PACKET_RESERVED, None));
+            }
+            let ctl = get(1)?;
+            if ctl & (1 << 4) == 0 {
+                return Err((EC_QUEUE_PACKET_UNSUPPORTED, None));
+            }
+            let at = addr(2, 3)?;
+            let (reference, mask) = (get(4)?, get(5)?);
+            let v =
+                mem_u32(q, cp, at)?.u32s().first().map_or(0, |w| w.load(Ordering::Acquire)) & mask;
+            let met = match ctl & 7 {
+                0 => true,
+                1 => v < reference,
+                2 => v <= reference,
+                3 => v == reference,
+                4 => v != reference,
+                5 => v >= reference,
+                6 => v > reference,
+                _ => return Err((EC_QUEUE_PACKET_RESERVED, None)),
+            };
+            if !met {
+                return Ok(Exec::Blocked);
+            }
+        }
+        PM4_INDIRECT_BUFFER => {
+            if depth >= MAX_IB_DEPTH || len < 4 {
+                return Err((EC_QUEUE_PACKET_UNSUPPORTED, None));
+            }
+            let ib = u64::from(get(1)? & !3) | (u64::from(get(2)? & 0xFFFF) << 32);
+            let size = get(3)? & 0xF_FFFF;
+            if let IbOutcome::Blocked = run_ib_at(q, cp, ib, size, depth + 1)? {
+                return Ok(Exec::Blocked);
+            }
+        }
+        _ => return Err((EC_QUEUE_PACKET_UNSUPPORTED, None)),
+    }
+    Ok(Exec::Done(len))
+}
+
+fn run_ib_at(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32, depth: u32) -> Result<IbOutcome, Fault> {
+    let r = cp
+        .vm
+        .resolve(q.gpu_id, ib, u64::from(dwords) * 4)
+        .ok_or((EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(ib)))?;
+    let words = r.u32s();
+    let mut at = 0u64;
+    let total = u64::from(dwords);
+    while at < total {
+        let dw = |i: u64| words.get((at + i) as usize).map(|w| w.load(Ordering::Relaxed));
+        match packet(q, cp, &dw, total - at, depth)? {
+            Exec::Done(n) => at += n,
+            Exec::Blocked => return Ok(IbOutcome::Blocked),
+        }
+    }
+    Ok(IbOutcome::Done)
+}
+
+/// Runs an indirect buffer of `dwords` at `ib` (an AQL PM4-IB vendor packet). A blocked
+/// `WAIT_REG_MEM` makes the whole buffer run again later (its earlier writes repeat).
+pub(crate) fn run_ib(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32) -> Result<IbOutcome, Fault> {
+    run_ib_at(q, cp, ib, dwords, 1)
+}
+
+/// Runs a PM4 queue for at most `budget` packets (pointers in dwords).
+pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u64) {
+    let vm = &cp.vm;
+    let (Some(ring), Some(rptr), Some(wptr)) = (
+        vm.resolve(q.gpu_id, regs.ring_address, regs.ring_size),
+        vm.resolve(q.gpu_id, q.read_pointer, 8),
+        vm.resolve(q.gpu_id, q.write_pointer, 8),
+    ) else {
+        q.raise_fault(cp, EC_QUEUE_WAVE_MEMORY_VIOLATION, 0, Some(regs.ring_address));
+        return (Step::Idle, 0);
+    };
+    let (Some(rptr), Some(wptr)) = (rptr.u64s().first(), wptr.u64s().first()) else {
+        return (Step::Idle, 0);
+    };
+    let words = ring.u32s();
+    let size = regs.ring_size / 4;
+    let mut n = 0u64;
+    let quiet = |n: u64, s: Step| if n > 0 { Step::Progress } else { s };
+    while (n as usize) < budget {
+        let r = rptr.load(Ordering::Relaxed);
+        let w = wptr.load(Ordering::Acquire);
+        if r == w {
+            return (quiet(n, Step::Idle), n);
+        }
+        let dw = |i: u64| words.get(((r + i) % size) as usize).map(|d| d.load(Ordering::Relaxed));
+        match packet(q, cp, &dw, w.wrapping_sub(r), 0) {
+            Ok(Exec::Done(len)) => {
+                rptr.store(r + len, Ordering::Release);
+                n += 1;
+            }
+            Ok(Exec::Blocked) => return (quiet(n, Step::Blocked), n),
+            Err((ec, a)) => {
+                q.raise_fault(cp, ec, r, a);
+                return (Step::Progress, n);
+            }
+        }
+    }
+    (Step::Progress, n)
+}

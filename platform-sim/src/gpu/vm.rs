@@ -1,0 +1,192 @@
+//! How the simulated GPU reaches memory: GPU virtual addresses resolved to the host memory that
+//! backs them ([`GpuVm`]), and [`MemRange`], a live view of one resolved range.
+//!
+//! In the simulator GPU VA == CPU VA and every buffer is real host memory, so resolving is a
+//! lookup that proves the range lies inside one buffer mapped for that GPU and hands back a
+//! clone of its mapping — which keeps the memory alive while the command processor uses it.
+//! An address that resolves to nothing is what a GPU page fault is.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::{PoisonError, RwLock};
+
+use hsakmt_core::error::Errno;
+use hsakmt_core::platform::SharedMemory;
+use hsakmt_linux::LinuxMapping;
+
+/// A resolved range of GPU virtual addresses: `len` bytes at `addr`, inside one live mapping.
+///
+/// It implements [`SharedMemory`] so core's views (signals, rings) work on it directly.
+#[derive(Clone)]
+pub struct MemRange {
+    backing: LinuxMapping,
+    offset: usize,
+    len: usize,
+}
+
+impl fmt::Debug for MemRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MemRange({:#x}+{:#x})", self.addr(), self.len)
+    }
+}
+
+impl MemRange {
+    /// `len` bytes at byte `offset` of `backing`, or `None` when that is not inside it.
+    pub(crate) fn new(backing: LinuxMapping, offset: usize, len: usize) -> Option<Self> {
+        (offset.checked_add(len)? <= backing.len()).then_some(MemRange { backing, offset, len })
+    }
+
+    /// The first byte's address as a raw pointer, for bulk copies.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        (self.backing.addr() as usize + self.offset) as *mut u8
+    }
+}
+
+impl SharedMemory for MemRange {
+    fn addr(&self) -> u64 {
+        self.backing.addr() + self.offset as u64
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The 32-bit words wholly inside the range (the range's start must be 4-aligned for the
+    /// first word to be its first byte; otherwise the view is empty).
+    fn u32s(&self) -> &[AtomicU32] {
+        if !self.offset.is_multiple_of(4) {
+            return &[];
+        }
+        let all = self.backing.u32s();
+        all.get(self.offset / 4..(self.offset + self.len) / 4).unwrap_or_default()
+    }
+
+    /// As [`MemRange::u32s`] for 8-byte words.
+    fn u64s(&self) -> &[AtomicU64] {
+        if !self.offset.is_multiple_of(8) {
+            return &[];
+        }
+        let all = self.backing.u64s();
+        all.get(self.offset / 8..(self.offset + self.len) / 8).unwrap_or_default()
+    }
+
+    fn write(&self, offset: usize, src: &[u8]) -> Result<(), Errno> {
+        if offset.checked_add(src.len()).is_none_or(|e| e > self.len) {
+            return Err(Errno::EFAULT);
+        }
+        self.backing.write(self.offset + offset, src)
+    }
+
+    fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), Errno> {
+        if offset.checked_add(dst.len()).is_none_or(|e| e > self.len) {
+            return Err(Errno::EFAULT);
+        }
+        self.backing.read(self.offset + offset, dst)
+    }
+
+    fn is_shared(&self) -> bool {
+        false
+    }
+}
+
+/// A buffer a queue pinned ([`GpuVm::queue_buffer_get`]): the buffer's start address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Pin(pub(crate) u64);
+
+/// GPU page tables of the simulated process, as the command processor and the queue ioctls
+/// see them.
+pub(crate) trait GpuVm: Send + Sync + fmt::Debug {
+    /// The memory behind `[va, va + len)` as GPU `gpu_id` sees it, or `None` (a page fault)
+    /// when the range is not inside one buffer mapped for that GPU.
+    fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Option<MemRange>;
+
+    /// amdkfd's `kfd_queue_buffer_get`: `va` must lie in the first GPU page of a buffer mapped
+    /// for `gpu_id`, and when `expected` is at least a page the buffer must be exactly
+    /// `expected` bytes (in pages). On success the buffer is pinned — freeing or unmapping it
+    /// fails with `EBUSY` until [`GpuVm::queue_buffer_put`].
+    ///
+    /// # Errors
+    /// `EINVAL` when the address or size does not match a buffer.
+    fn queue_buffer_get(&self, gpu_id: u32, va: u64, expected: u64) -> Result<Pin, Errno>;
+
+    /// Drops one pin taken by [`GpuVm::queue_buffer_get`].
+    fn queue_buffer_put(&self, pin: Pin);
+}
+
+/// GPU page size of the checks (`AMDGPU_GPU_PAGE_SIZE`).
+pub(crate) const GPU_PAGE: u64 = 4096;
+
+#[derive(Debug)]
+struct Region {
+    mapping: LinuxMapping,
+    pins: u32,
+}
+
+/// The memory model until the simulator's buffer-object model takes over: every anonymous
+/// mapping the platform made (host memory for queue buffers and test data) is a buffer mapped
+/// on every GPU. Entries leave when their address range is released.
+#[derive(Debug, Default)]
+pub(crate) struct HostVm {
+    regions: RwLock<BTreeMap<u64, Region>>,
+}
+
+impl HostVm {
+    /// Records a new mapping.
+    pub(crate) fn add(&self, mapping: LinuxMapping) {
+        let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
+        r.insert(mapping.addr(), Region { mapping, pins: 0 });
+    }
+
+    /// Forgets the mappings inside `[addr, addr + size)`. Fails with `EBUSY`, forgetting
+    /// nothing, when one of them is pinned by a queue.
+    pub(crate) fn remove_range(&self, addr: u64, size: u64) -> Result<(), Errno> {
+        let end = addr.saturating_add(size);
+        let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
+        if r.range(addr..end).any(|(_, g)| g.pins > 0) {
+            return Err(Errno::EBUSY);
+        }
+        let keys: Vec<u64> = r.range(addr..end).map(|(k, _)| *k).collect();
+        for k in keys {
+            r.remove(&k);
+        }
+        Ok(())
+    }
+
+    fn find(r: &BTreeMap<u64, Region>, va: u64) -> Option<(&u64, &Region)> {
+        let (start, g) = r.range(..=va).next_back()?;
+        (va < start + g.mapping.len() as u64).then_some((start, g))
+    }
+}
+
+impl GpuVm for HostVm {
+    fn resolve(&self, _gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
+        let r = self.regions.read().unwrap_or_else(PoisonError::into_inner);
+        let (start, g) = Self::find(&r, va)?;
+        let offset = usize::try_from(va - start).ok()?;
+        MemRange::new(g.mapping.clone(), offset, usize::try_from(len).ok()?)
+    }
+
+    fn queue_buffer_get(&self, _gpu_id: u32, va: u64, expected: u64) -> Result<Pin, Errno> {
+        let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
+        let (start, len) = {
+            let (start, g) = Self::find(&r, va).ok_or(Errno::EINVAL)?;
+            (*start, g.mapping.len() as u64)
+        };
+        let pages = expected / GPU_PAGE;
+        if va / GPU_PAGE != start / GPU_PAGE || (pages != 0 && len.div_ceil(GPU_PAGE) != pages) {
+            return Err(Errno::EINVAL);
+        }
+        if let Some(g) = r.get_mut(&start) {
+            g.pins += 1;
+        }
+        Ok(Pin(start))
+    }
+
+    fn queue_buffer_put(&self, pin: Pin) {
+        let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(g) = r.get_mut(&pin.0) {
+            g.pins = g.pins.saturating_sub(1);
+        }
+    }
+}
