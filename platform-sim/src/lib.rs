@@ -313,6 +313,13 @@ impl SimPlatform {
         self.kfd.gpu.trap_handler(gpu_id)
     }
 
+    /// How many host buffers (anonymous mappings made through this platform) are alive: the
+    /// memory the simulated GPUs can reach.
+    #[must_use]
+    pub fn host_buffers(&self) -> usize {
+        self.kfd.host_vm.len()
+    }
+
     /// Event ids the command processors raised (mailbox writes, traps, queue-error events),
     /// in order.
     #[must_use]

@@ -456,7 +456,7 @@ impl GpuModel {
         a: &kfd_ioctl_set_cu_mask_args,
         mask: &[u32],
     ) -> Result<(), Errno> {
-        if a.num_cu_mask % 32 != 0 || a.num_cu_mask == 0 {
+        if !a.num_cu_mask.is_multiple_of(32) || a.num_cu_mask == 0 {
             return Err(Errno::EINVAL);
         }
         let words = (a.num_cu_mask.min(1024) / 32) as usize;

@@ -138,6 +138,11 @@ impl HostVm {
         r.insert(mapping.addr(), Region { mapping, pins: 0 });
     }
 
+    /// How many buffers are recorded.
+    pub(crate) fn len(&self) -> usize {
+        self.regions.read().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
     /// Forgets the mappings inside `[addr, addr + size)`. Fails with `EBUSY`, forgetting
     /// nothing, when one of them is pinned by a queue.
     pub(crate) fn remove_range(&self, addr: u64, size: u64) -> Result<(), Errno> {

@@ -194,7 +194,12 @@ impl KfdModel {
             Ioctl::CreateQueue(a) => self.gpu.create_queue(a, self.version.1),
             Ioctl::DestroyQueue(a) => self.gpu.destroy_queue(a),
             Ioctl::UpdateQueue(a) => self.gpu.update_queue(a),
-            Ioctl::SetCuMask { args, mask } => self.gpu.set_cu_mask(args, mask),
+            Ioctl::SetCuMask { args, mask } => {
+                // As the Linux platform does: pointer and count come from the slice.
+                args.cu_mask_ptr = mask.as_ptr() as u64;
+                args.num_cu_mask = u32::try_from(mask.len() * 32).map_err(|_| Errno::E2BIG)?;
+                self.gpu.set_cu_mask(args, mask)
+            }
             Ioctl::AllocQueueGws(a) => self.gpu.alloc_queue_gws(a),
             Ioctl::GetQueueWaveState(a) => self.gpu.queue_wave_state(a),
             Ioctl::SetTrapHandler(a) => self.gpu.set_trap_handler(a),

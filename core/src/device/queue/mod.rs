@@ -61,7 +61,7 @@ use doorbell::{DoorbellPage, DoorbellPages, doorbell_location};
 use table::{Table, TableError};
 
 pub use error::{Engine, QueueError};
-pub use producer::{AqlQueue, SdmaCompletion, SdmaQueue, SdmaTicket, SingleAqlQueue};
+pub use producer::{AqlQueue, Pm4Queue, SdmaCompletion, SdmaQueue, SdmaTicket, SingleAqlQueue};
 pub use table::QueueHandle;
 
 /// Capacity of a device's queue table (amdkfd allows 127 queues per GPU — 255 on gfx9.4.3+ —
@@ -124,7 +124,7 @@ impl QueueType {
 }
 
 /// The ring of a new queue.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub enum RingSpec<'a, M> {
     /// The library allocates the ring in system memory (at least a page; the size is rounded
     /// up to a page) and frees it with the queue. Producers are available.
@@ -177,8 +177,16 @@ pub struct ErrorReporting {
     pub event_id: u32,
 }
 
+impl<M> Clone for RingSpec<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for RingSpec<'_, M> {}
+
 /// Parameters of [`Kfd::create_queue`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct QueueDesc<'a, M> {
     /// User node id of the GPU.
     pub node: u32,
@@ -195,6 +203,14 @@ pub struct QueueDesc<'a, M> {
     /// Queue error reporting (compute queues with a context-save area).
     pub error: ErrorReporting,
 }
+
+impl<M> Clone for QueueDesc<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for QueueDesc<'_, M> {}
 
 impl<'a, M> QueueDesc<'a, M> {
     /// A queue of `queue_type` on `node` at 100 %, normal priority, with a library-allocated
@@ -810,7 +826,8 @@ impl<P: Platform> Kfd<P> {
         let f = self.node_facts(node)?;
         validate_cu_mask(count_bits, mask, f.queue.cu_count())?;
         let words = mask.get(..(count_bits / 32) as usize).unwrap_or_default();
-        let mut args = kfd_ioctl_set_cu_mask_args { queue_id, ..Default::default() };
+        let mut args =
+            kfd_ioctl_set_cu_mask_args { queue_id, num_cu_mask: count_bits, ..Default::default() };
         self.ioctl(&mut Ioctl::SetCuMask { args: &mut args, mask: words })?;
         if let Ok(r) = self.queues.lock().table.get_mut(handle) {
             r.info.cu_mask_bits = count_bits.min(KFD_MAX_CU_MASK_BITS);
@@ -941,6 +958,31 @@ impl<P: Platform> Kfd<P> {
         };
         let ring = AqlProducer::new(SharedAqlCells::new(mem)?)?;
         Ok(AqlQueue::new(handle, queue_id, ring))
+    }
+
+    /// The producer of a PM4 compute queue.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for another kind or one
+    /// whose ring or pointers the library has no exact mapping of.
+    pub fn pm4_queue(&self, handle: QueueHandle) -> Result<Pm4Queue<P::Mapping>, QueueError> {
+        let q = self.queues.lock();
+        let r = q.table.get(handle)?;
+        if r.info.queue_type != QueueType::Compute {
+            return Err(QueueError::WrongQueueKind);
+        }
+        let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
+        let pointers = r.parts.pointers.as_ref().ok_or(QueueError::WrongQueueKind)?;
+        Ok(Pm4Queue::new(
+            handle,
+            r.info.queue_id,
+            ring,
+            pointers.mapping.clone(),
+            READ_POINTER_OFFSET,
+            WRITE_POINTER_OFFSET,
+            r.doorbell.clone(),
+            r.doorbell_offset,
+        ))
     }
 
     /// The producer of an SDMA queue, with its copy API.

@@ -180,6 +180,106 @@ impl<M: SharedMemory> SingleAqlQueue<M> {
     }
 }
 
+/// The producer of a PM4 (compute) queue: a dword ring whose read and write pointers count
+/// dwords; packets may wrap around the ring's end. The caller builds the PM4 packets.
+///
+/// # Invariants
+/// One producer per PM4 queue; it alone writes the ring and the write pointer.
+#[derive(Debug)]
+pub struct Pm4Queue<M: SharedMemory> {
+    handle: QueueHandle,
+    queue_id: u32,
+    ring: M,
+    pointers: M,
+    read_offset: usize,
+    write_offset: usize,
+    doorbell: M,
+    doorbell_offset: usize,
+    wptr: u64,
+    size: u64,
+}
+
+impl<M: SharedMemory> Pm4Queue<M> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        handle: QueueHandle,
+        queue_id: u32,
+        ring: M,
+        pointers: M,
+        read_offset: usize,
+        write_offset: usize,
+        doorbell: M,
+        doorbell_offset: usize,
+    ) -> Self {
+        let wptr = pointers.u64s().get(write_offset / 8).map_or(0, |w| w.load(Ordering::Acquire));
+        let size = (ring.len() / 4) as u64;
+        Pm4Queue {
+            handle,
+            queue_id,
+            ring,
+            pointers,
+            read_offset,
+            write_offset,
+            doorbell,
+            doorbell_offset,
+            wptr,
+            size,
+        }
+    }
+
+    /// The queue this producer submits to.
+    #[must_use]
+    pub fn handle(&self) -> QueueHandle {
+        self.handle
+    }
+
+    /// The kernel's queue id.
+    #[must_use]
+    pub fn queue_id(&self) -> u32 {
+        self.queue_id
+    }
+
+    /// The write pointer in dwords.
+    #[must_use]
+    pub fn wptr(&self) -> u64 {
+        self.wptr
+    }
+
+    /// The read pointer in dwords (how far the CP has consumed).
+    #[must_use]
+    pub fn rptr(&self) -> u64 {
+        self.pointers.u64s().get(self.read_offset / 8).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// Writes `dwords` (whole packets) at the write pointer, waiting (calling `relax`) for
+    /// room, then stores the write pointer and rings the doorbell with it. Returns the new
+    /// write pointer.
+    ///
+    /// # Errors
+    /// [`RingError::InvalidCount`] for an empty submission or one of a ring or more.
+    pub fn submit(&mut self, dwords: &[u32], mut relax: impl FnMut()) -> Result<u64, RingError> {
+        let n = dwords.len() as u64;
+        if n == 0 || n >= self.size {
+            return Err(RingError::InvalidCount { requested: n, capacity: self.size });
+        }
+        while self.wptr + n - self.rptr() >= self.size {
+            relax();
+        }
+        let words = self.ring.u32s();
+        for (i, d) in dwords.iter().enumerate() {
+            if let Some(w) = words.get(((self.wptr + i as u64) % self.size) as usize) {
+                w.store(*d, Ordering::Relaxed);
+            }
+        }
+        self.wptr += n;
+        if let Some(w) = self.pointers.u64s().get(self.write_offset / 8) {
+            w.store(self.wptr, Ordering::Release);
+        }
+        self.doorbell.ring_doorbell64(self.doorbell_offset, self.wptr);
+        Ok(self.wptr)
+    }
+}
+
 /// A completion ticket of an [`SdmaQueue`]: the fence value written after the submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
