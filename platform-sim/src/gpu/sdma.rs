@@ -45,11 +45,18 @@ fn execute(q: &SimQueue, cp: &Cp, exec: &mut Exec, p: &SdmaPacket) -> Outcome {
                 Ok(r) => r,
                 Err(o) => return o,
             };
-            // SAFETY: both ranges were resolved inside live host mappings (`s` and `d` hold
-            // them alive) and are `bytes` long. `ptr::copy` allows overlap. The engine is a
-            // separate agent: like DMA, it may race with CPU accesses to the same bytes, which
-            // the queue's users must not make while the copy is in flight.
-            unsafe { std::ptr::copy(s.as_ptr(), d.as_ptr(), bytes as usize) };
+            let overlap = src < dst.saturating_add(len) && dst < src.saturating_add(len);
+            if overlap {
+                // SAFETY: both ranges were resolved inside live host mappings (`s` and `d`
+                // hold them alive) and are `bytes` long; `ptr::copy` allows overlap. The
+                // engine is a separate agent: like DMA, it may race with CPU accesses to the
+                // same bytes, which the queue's users must not make while the copy is in
+                // flight.
+                unsafe { std::ptr::copy(s.as_ptr(), d.as_ptr(), bytes as usize) };
+            } else {
+                // SAFETY: as above, and the ranges were just checked to be disjoint.
+                unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), bytes as usize) };
+            }
             Outcome::Done
         }
         SdmaPacket::ConstantFill { dst, data, bytes } => {
