@@ -1,1 +1,251 @@
-//! Unit tests of the command processor over host memory.
+//! Unit tests of the command processor's pieces over host memory.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use hsakmt_core::error::Errno;
+use hsakmt_core::platform::SharedMemory;
+use hsakmt_core::queue::aql::{AqlPacket, Barrier, HeaderFlags, Pm4IndirectBuffer};
+use hsakmt_core::queue::signal::{Signal, SignalInit};
+use hsakmt_core::uapi::EC_QUEUE_PACKET_UNSUPPORTED;
+
+use super::kernel::KernelCtx;
+use super::pm4::{PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM};
+use super::vm::{GpuVm, HostVm};
+use super::*;
+
+fn host(vm: &HostVm, size: u64) -> hsakmt_linux::LinuxMapping {
+    let addr = hsakmt_linux::mapping::reserve(None, size, 4096).unwrap();
+    let m = hsakmt_linux::mapping::map_anonymous(addr, size).unwrap();
+    vm.add(m.clone());
+    m
+}
+
+#[test]
+fn queue_buffer_rules_follow_kfd_queue_buffer_get() {
+    let vm = HostVm::default();
+    let a = host(&vm, 3 * 4096);
+    let base = a.addr();
+    // Inside the first page of the mapping, no size: fine (a small ring or a pointer).
+    let p = vm.queue_buffer_get(1, base + 128, 1024).unwrap();
+    // The exact size in pages.
+    let q = vm.queue_buffer_get(1, base, 3 * 4096).unwrap();
+    assert_eq!(vm.queue_buffer_get(1, base, 2 * 4096), Err(Errno::EINVAL), "smaller than the BO");
+    assert_eq!(vm.queue_buffer_get(1, base, 4 * 4096), Err(Errno::EINVAL), "larger than the BO");
+    assert_eq!(vm.queue_buffer_get(1, base + 4096, 4096), Err(Errno::EINVAL), "not its start");
+    assert_eq!(vm.queue_buffer_get(1, 0x1000, 4096), Err(Errno::EINVAL), "no BO");
+    assert_eq!(vm.remove_range(base, 3 * 4096), Err(Errno::EBUSY), "pinned");
+    vm.queue_buffer_put(p);
+    assert_eq!(vm.remove_range(base, 3 * 4096), Err(Errno::EBUSY), "still pinned once");
+    vm.queue_buffer_put(q);
+    assert!(vm.resolve(1, base + 8, 16).is_some());
+    assert!(vm.resolve(1, base + 3 * 4096 - 8, 16).is_none(), "crosses the end");
+    vm.remove_range(base, 3 * 4096).unwrap();
+    assert!(vm.resolve(1, base + 8, 16).is_none());
+    assert_eq!(vm.len(), 0);
+}
+
+#[test]
+fn work_items_cover_the_grid_once() {
+    let vm = HostVm::default();
+    let mut seen = std::collections::BTreeSet::new();
+    let (grid, wg) = ([10u32, 3, 2], [4u32, 2, 1]);
+    for z in 0..2 {
+        for y in 0..2 {
+            for x in 0..3 {
+                let ctx = KernelCtx {
+                    workgroup_id: [x, y, z],
+                    workgroup_size: wg,
+                    grid_size: grid,
+                    kernarg_address: 0,
+                    dispatch_index: 0,
+                    gpu_id: 1,
+                    queue_id: 0,
+                    vm: &vm,
+                };
+                for id in ctx.work_items() {
+                    assert!(seen.insert(id), "{id:?} twice");
+                }
+                assert!(ctx.load_u32(0x1000).is_err());
+            }
+        }
+    }
+    assert_eq!(seen.len(), 60);
+}
+
+fn model() -> (GpuModel, Arc<HostVm>, Arc<RecordedEvents>) {
+    let vm = Arc::new(HostVm::default());
+    let events = Arc::new(RecordedEvents::default());
+    let facts = GpuFacts {
+        gpu_id: 1,
+        gfx_target: 90402,
+        num_xcc: 1,
+        sdma_engines: 2,
+        xgmi_engines: 0,
+        sdma_queues_per_engine: 8,
+        gws: 64,
+        eop_size: 4096,
+        ctl_stack_size: 0,
+        cwsr_size: 0,
+        debug_memory_size: 0,
+        max_queues: 255,
+        doorbell_size: 8,
+    };
+    let m = GpuModel::new(vec![facts], vm.clone(), events.clone(), CpMode::Step, Duration::ZERO);
+    (m, vm, events)
+}
+
+fn queue(
+    kind: QueueKind,
+    ring: &hsakmt_linux::LinuxMapping,
+    ptrs: &hsakmt_linux::LinuxMapping,
+) -> Arc<SimQueue> {
+    Arc::new(SimQueue::new(
+        0,
+        1,
+        kind,
+        0,
+        (ptrs.addr() + 128, ptrs.addr() + 56),
+        0,
+        90402,
+        Regs {
+            ring_address: ring.addr(),
+            ring_size: ring.len() as u64,
+            percentage: 100,
+            priority: 7,
+        },
+        Vec::new(),
+    ))
+}
+
+/// PM4: WRITE_DATA is covered by the scenarios; here RELEASE_MEM raises its interrupt after
+/// writing, WAIT_REG_MEM holds the queue, an indirect buffer runs, and an unknown opcode stops
+/// the queue.
+#[test]
+fn pm4_release_mem_wait_and_ib() {
+    let (m, vm, events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let data = host(&vm, 4096);
+    let q = queue(QueueKind::Pm4, &ring, &ptrs);
+    m.start(q.clone());
+    let d = data.addr();
+    let ib = [(3 << 30) | (PM4_NOP << 8), 0xDEAD_BEEF];
+    for (i, v) in ib.iter().enumerate() {
+        data.u32s()[512 + i].store(*v, Ordering::Relaxed);
+    }
+    let packets: Vec<u32> = vec![
+        // WAIT_REG_MEM: memory, equal, data[0] == 1.
+        (3 << 30) | (5 << 16) | (PM4_WAIT_REG_MEM << 8),
+        (1 << 4) | 3,
+        d as u32,
+        (d >> 32) as u32,
+        1,
+        u32::MAX,
+        4,
+        // INDIRECT_BUFFER of the 2-dword NOP at data + 2048.
+        (3 << 30) | (2 << 16) | (PM4_INDIRECT_BUFFER << 8),
+        (d + 2048) as u32,
+        ((d + 2048) >> 32) as u32,
+        2 | (1 << 23),
+        // RELEASE_MEM: 64-bit data 0x1_0000_0002 to data[2..4], interrupt with ctx 21.
+        (3 << 30) | (6 << 16) | (PM4_RELEASE_MEM << 8),
+        0,
+        (2 << 29) | (2 << 24),
+        (d + 8) as u32,
+        ((d + 8) >> 32) as u32,
+        2,
+        1,
+        21,
+    ];
+    for (i, v) in packets.iter().enumerate() {
+        ring.u32s()[i].store(*v, Ordering::Relaxed);
+    }
+    ptrs.u64s()[7].store(packets.len() as u64, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 0, "the wait holds");
+    data.u32s()[0].store(1, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 3);
+    assert_eq!(data.u64s()[1].load(Ordering::Acquire), 0x1_0000_0002);
+    assert_eq!(*events.signaled.lock().unwrap(), vec![21]);
+    assert_eq!(ptrs.u64s()[16].load(Ordering::Acquire), packets.len() as u64);
+    // An unknown opcode.
+    ring.u32s()[packets.len()].store((3 << 30) | (0x77 << 8), Ordering::Relaxed);
+    ptrs.u64s()[7].store(packets.len() as u64 + 2, Ordering::Release);
+    m.run_until_idle();
+    assert_eq!(q.fault().unwrap().exception, EC_QUEUE_PACKET_UNSUPPORTED);
+    m.stop(0);
+}
+
+/// AQL: barrier-OR completes when any dependency reaches 0; a PM4-IB vendor packet runs its
+/// buffer; an agent dispatch is unsupported on a GPU queue; doorbells bound the fetch.
+#[test]
+fn aql_barrier_or_ib_and_unsupported() {
+    let (m, vm, events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let mem = host(&vm, 4096);
+    let q = queue(QueueKind::Aql, &ring, &ptrs);
+    m.start(q.clone());
+    for slot in 0..64 {
+        ring.u32s()[slot * 16].store(1, Ordering::Relaxed);
+    }
+    let s = |i: usize| Signal::new(&mem, i * 64).unwrap();
+    s(0).init(&SignalInit::User { value: 1, mailbox: None });
+    s(1).init(&SignalInit::User { value: 1, mailbox: None });
+    s(2).init(&SignalInit::User { value: 1, mailbox: None });
+    let put = |i: usize, p: AqlPacket| {
+        let w = p.to_words().unwrap();
+        ring.u32s()[i * 16 + 1].store(w.dw[1], Ordering::Relaxed);
+        for (k, v) in w.qw.iter().enumerate() {
+            ring.u64s()[i * 8 + 1 + k].store(*v, Ordering::Relaxed);
+        }
+        ring.u32s()[i * 16].store(w.dw[0], Ordering::Release);
+    };
+    let mut b = Barrier {
+        flags: HeaderFlags::SYSTEM,
+        dep_signals: [0; 5],
+        completion_signal: s(2).handle(),
+    };
+    b.dep_signals[3] = s(0).handle();
+    b.dep_signals[4] = s(1).handle();
+    put(0, AqlPacket::BarrierOr(b));
+    // The IB: one PM4 RELEASE_MEM raising event 5.
+    let ib = mem.addr() + 1024;
+    let rel = [(3u32 << 30) | (6 << 16) | (PM4_RELEASE_MEM << 8), 0, 1 << 24, 0, 0, 0, 0, 5];
+    for (i, v) in rel.iter().enumerate() {
+        mem.u32s()[256 + i].store(*v, Ordering::Relaxed);
+    }
+    put(
+        1,
+        AqlPacket::Pm4IndirectBuffer(Pm4IndirectBuffer {
+            flags: HeaderFlags::SYSTEM,
+            ib_address: ib,
+            ib_size_dwords: 8,
+            completion_signal: 0,
+        }),
+    );
+    put(
+        2,
+        AqlPacket::AgentDispatch(hsakmt_core::queue::aql::AgentDispatch {
+            flags: HeaderFlags::SYSTEM,
+            function: 1,
+            return_address: 0,
+            args: [0; 4],
+            completion_signal: 0,
+        }),
+    );
+    assert_eq!(m.run_until_idle(), 0, "no doorbell yet");
+    let doorbells = m.doorbells(1).unwrap();
+    crate::mapping::DoorbellSink::rung(&*doorbells, 0, 0);
+    assert_eq!(m.run_until_idle(), 0, "the barrier waits");
+    s(1).store_release(0);
+    assert_eq!(m.run_until_idle(), 1);
+    assert_eq!(s(2).load_acquire(), 0);
+    crate::mapping::DoorbellSink::rung(&*doorbells, 0, 2);
+    assert_eq!(m.run_until_idle(), 1, "the IB ran; the agent dispatch stops the queue");
+    assert_eq!(*events.signaled.lock().unwrap(), vec![5]);
+    assert_eq!(q.fault().unwrap().exception, EC_QUEUE_PACKET_UNSUPPORTED);
+    assert_eq!(q.fault().unwrap().packet, 2);
+    m.stop(0);
+}
