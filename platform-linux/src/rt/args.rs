@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(args.get(0), Some(c"/bin/image"));
         assert_eq!(args.get(1), Some(c"/tmp/topo"));
         assert_eq!(args.get(2), None);
-        assert_eq!(args.iter().rev().next(), Some(c"/tmp/topo"));
+        assert_eq!(args.iter().next_back(), Some(c"/tmp/topo"));
         assert_eq!(env.len(), 4);
         assert_eq!(env.var("HOME"), Some(c"/root"));
         assert_eq!(env.var("HSA_OVERRIDE_GFX_VERSION"), Some(c"9.4.2"));
