@@ -2,8 +2,9 @@
 //! against every embedded simulator profile written to a temporary directory, checking its
 //! summary against the snapshot the std build of hsakmt-core and hsakmt-linux takes of the same
 //! tree, and against facts known from the captures (`shared/fixtures/topology/*/EXPECTED.md`).
-//! Also checks the `HSA_OVERRIDE_GFX_VERSION` path (the image's environment), the error exits
-//! and that `/dev/kfd` is reported either way.
+//! Also checks the `HSA_OVERRIDE_GFX_VERSION` path (the image's environment), the error exits,
+//! that `/dev/kfd` is reported either way, and the runtime itself through `rt-smoke` (command
+//! line bytes, environment, long writes, overlapping copies, `exit`, the panic handler).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,6 +70,7 @@ fn run_all(image: &Path, tmp: &Path) -> Result<(), String> {
         failures.extend(check_override(image, dir)?);
     }
     failures.extend(check_errors(image, tmp)?);
+    failures.extend(check_runtime(&image.with_file_name("rt-smoke"))?);
     if failures.is_empty() {
         Ok(())
     } else {
@@ -266,6 +268,53 @@ fn check_errors(image: &Path, tmp: &Path) -> Result<Vec<String>, String> {
     match stdout(&out).lines().find(|l| l.starts_with("kfd: ")) {
         Some(line) => println!("ok   {line}"),
         None => problems.push("no `kfd:` line (open /dev/kfd or say why not)".to_string()),
+    }
+    Ok(problems)
+}
+
+/// The runtime through `rt-smoke`: arguments as bytes, environment, a write longer than the
+/// writer's buffer, overlapping copies, `exit`, and a panic (message on stderr, exit 101).
+fn check_runtime(smoke: &Path) -> Result<Vec<String>, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut problems = Vec::new();
+    let odd = std::ffi::OsStr::from_bytes(b"\xff\xfe");
+    let out = run(smoke, &["hello".as_ref(), odd, "".as_ref()], &[("SMOKE", "on")])?;
+    let text = stdout(&out);
+    let long = format!("long {}", "0123456789".repeat(40));
+    let want = [
+        "argc 4",
+        "arg 1: 5 bytes \"hello\"",
+        "arg 2: 2 bytes \"\\xff\\xfe\"",
+        "arg 3: 0 bytes \"\"",
+        "envc 1",
+        "SMOKE=\"on\"",
+        long.as_str(),
+        "moved Ok(\"ababcdefgh\") Ok(\"cdefghijij\")",
+    ];
+    let missing: Vec<_> = want.iter().filter(|w| !text.lines().any(|l| l == **w)).collect();
+    if !out.status.success() || !missing.is_empty() {
+        problems.push(format!("rt-smoke: {} missing {missing:?} in:\n{text}", out.status));
+    } else {
+        println!("ok   rt-smoke: arguments, environment, long write, overlapping copies");
+    }
+    let out = run(smoke, &["exit".as_ref()], &[])?;
+    if out.status.code() == Some(7) {
+        println!("ok   rt-smoke exit: exit 7");
+    } else {
+        problems.push(format!("rt-smoke exit: expected exit 7, got {}", out.status));
+    }
+    let out = run(smoke, &["panic".as_ref()], &[])?;
+    let err = stderr(&out);
+    if out.status.code() == Some(101)
+        && err.contains("panicked at ")
+        && err.contains("smoke panic with 2 arguments")
+    {
+        println!("ok   rt-smoke panic: exit 101, {}", err.lines().last().unwrap_or_default());
+    } else {
+        problems.push(format!(
+            "rt-smoke panic: expected exit 101 and the message, got {}: {err}",
+            out.status
+        ));
     }
     Ok(problems)
 }
