@@ -19,6 +19,8 @@
 //! - [`queue`]: AQL/SDMA packets, the lock-free ring producer, signals, per-queue sizing.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
+//! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
+//!   selection, pools.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -31,6 +33,7 @@
 extern crate std;
 
 pub mod device;
+pub mod driver;
 pub mod error;
 pub mod memory;
 pub mod platform;
