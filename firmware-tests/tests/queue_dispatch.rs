@@ -189,3 +189,14 @@ fn faulting_kernel_puts_queue_in_error() {
         assert_eq!(sim.memory_faults(), vec![(info.gpu_id, 0x10, false)]);
     });
 }
+
+#[test]
+fn facade_and_producers_are_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Kfd<SimPlatform>>();
+    shareable::<hsakmt_core::device::queue::AqlQueue<hsakmt_sim::SimMapping>>();
+    fn sendable<T: Send>() {}
+    sendable::<hsakmt_core::device::queue::SingleAqlQueue<hsakmt_sim::SimMapping>>();
+    sendable::<hsakmt_core::device::queue::SdmaQueue<hsakmt_sim::SimMapping>>();
+    sendable::<hsakmt_core::device::queue::Pm4Queue<hsakmt_sim::SimMapping>>();
+}

@@ -3,6 +3,15 @@
 //! The hsakmt-rs platform as an in-process model of amdkfd and a GPU, so every code path of
 //! `hsakmt-core` runs without hardware. The topology comes from real machines' sysfs trees
 //! ([`Profile`]s embedded from `platform-sim/profiles/`, or any directory).
+//!
+//! User queues run on a simulated command processor: `CREATE_QUEUE` and the other queue ioctls
+//! are checked as amdkfd checks them, a doorbell write wakes the queue's processor, which
+//! executes AQL packets (kernel dispatches of host kernels registered with
+//! [`SimPlatform::register_kernel`], barrier-AND/OR, PM4 indirect buffers), PM4 packets and
+//! SDMA packets (copies, fills, fences, traps, memory polls) on the process's memory, completes
+//! signals and raises events; faults put the queue into error with the kernel's exception code
+//! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
+//! queues only in [`SimPlatform::run_until_idle`], deterministically.
 #![deny(missing_docs)]
 
 mod fault;
