@@ -191,6 +191,27 @@ fn faulting_kernel_puts_queue_in_error() {
 }
 
 #[test]
+fn a_panicking_kernel_is_an_illegal_instruction() {
+    with_big_stack(|| {
+        let kfd = open(CpMode::Threaded);
+        let sim = kfd.platform();
+        let node = gpu_nodes(&kfd)[0];
+        let k = sim.register_kernel("panics", |_| panic!("kernel bug"));
+        let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
+        let q = kfd.aql_queue(info.handle).unwrap();
+        q.submit(
+            &AqlPacket::KernelDispatch(KernelDispatch::linear(k, 1, 1)).to_words().unwrap(),
+            || {},
+        );
+        wait_until(sim, T, "the queue error", || sim.queue_fault(info.queue_id).is_some());
+        let f = sim.queue_fault(info.queue_id).unwrap();
+        assert_eq!(f.exception, hsakmt_core::uapi::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
+        drop(q);
+        kfd.destroy_queue(info.handle).unwrap();
+    });
+}
+
+#[test]
 fn facade_and_producers_are_send_and_sync() {
     fn shareable<T: Send + Sync>() {}
     shareable::<Kfd<SimPlatform>>();

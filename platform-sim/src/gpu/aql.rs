@@ -173,7 +173,10 @@ pub(crate) fn dispatch(
         for y in 0..groups[1] {
             for x in 0..groups[0] {
                 ctx.workgroup_id = [x, y, z];
-                kernel(&ctx).map_err(kernel_exception)?;
+                // A host kernel that panics is a wave that hit an illegal instruction: the
+                // queue goes into error instead of losing its processor.
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel(&ctx)));
+                run.unwrap_or(Err(KernelFault::IllegalInstruction)).map_err(kernel_exception)?;
             }
         }
     }
