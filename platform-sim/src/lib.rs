@@ -333,14 +333,19 @@ impl SimPlatform {
     /// in order.
     #[must_use]
     pub fn raised_events(&self) -> Vec<u32> {
-        self.kfd.events.signaled.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.kfd
+            .cp_events
+            .signaled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// GPU page faults `(gpu_id, address, write)` the command processors raised.
     #[must_use]
     pub fn memory_faults(&self) -> Vec<(u32, u64, bool)> {
         self.kfd
-            .events
+            .cp_events
             .memory_faults
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

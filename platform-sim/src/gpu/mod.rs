@@ -95,8 +95,19 @@ pub struct QueueState {
 
 /// Where the command processor raises interrupts: the events model.
 pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
-    /// A signal interrupt with `event_id` (an event-mailbox write, an SDMA trap, `RELEASE_MEM`).
+    /// A signal interrupt with context id `event_id` (an SDMA trap, a `RELEASE_MEM` with an
+    /// interrupt).
     fn signal_event(&self, event_id: u32);
+    /// A completion signal's event: `event_id` written to the mailbox at `address` (a slot of
+    /// the event page), then the interrupt. The default writes through the GPU's page tables.
+    fn mailbox(&self, vm: &dyn GpuVm, gpu_id: u32, address: u64, event_id: u32) {
+        if let Some(r) = vm.resolve(gpu_id, address, 4)
+            && let Some(w) = r.u32s().first()
+        {
+            w.store(event_id, Ordering::Release);
+        }
+        self.signal_event(event_id);
+    }
     /// A GPU page fault at `address` (KFD raises the process's memory events).
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool);
     /// A queue went into error.
@@ -173,14 +184,9 @@ impl Cp {
         Ok(())
     }
 
-    /// Writes `event_id` into an event mailbox slot (low dword) and raises the event.
+    /// Writes `event_id` into an event mailbox slot and raises the event.
     pub(crate) fn mailbox(&self, gpu_id: u32, address: u64, event_id: u32) {
-        if let Some(r) = self.vm.resolve(gpu_id, address, 4)
-            && let Some(w) = r.u32s().first()
-        {
-            w.store(event_id, Ordering::Release);
-        }
-        self.events.signal_event(event_id);
+        self.events.mailbox(self.vm.as_ref(), gpu_id, address, event_id);
     }
 }
 

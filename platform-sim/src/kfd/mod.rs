@@ -75,7 +75,7 @@ pub(crate) struct KfdModel {
     session: Mutex<Session>,
     opens: AtomicU32,
     pub(crate) host_vm: Arc<HostVm>,
-    pub(crate) events: Arc<RecordedEvents>,
+    pub(crate) cp_events: Arc<RecordedEvents>,
     pub(crate) gpu: GpuModel,
 }
 
@@ -108,11 +108,11 @@ impl KfdModel {
             })
             .collect();
         let host_vm = Arc::new(HostVm::default());
-        let events = Arc::new(RecordedEvents::default());
+        let cp_events = Arc::new(RecordedEvents::default());
         let gpu = GpuModel::new(
             GpuFacts::from_topology(topology),
             host_vm.clone(),
-            events.clone(),
+            cp_events.clone(),
             cp.mode,
             cp.idle_spin,
         );
@@ -124,7 +124,7 @@ impl KfdModel {
             session: Mutex::new(Session::default()),
             opens: AtomicU32::new(0),
             host_vm,
-            events,
+            cp_events,
             gpu,
         }
     }
