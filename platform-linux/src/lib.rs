@@ -15,6 +15,8 @@ pub mod mapping;
 pub mod path;
 #[cfg(feature = "std")]
 mod platform;
+#[cfg(feature = "std")]
+pub mod storage;
 pub mod sysfs;
 
 pub use device_node::{KFD_DEVICE, open_device};
@@ -22,4 +24,6 @@ pub use device_node::{KFD_DEVICE, open_device};
 pub use mapping::LinuxMapping;
 #[cfg(feature = "std")]
 pub use platform::LinuxPlatform;
+#[cfg(feature = "std")]
+pub use storage::{BoxedMemory, boxed_tables};
 pub use sysfs::{KFD_TOPOLOGY_ROOT, SysfsTree};
