@@ -258,10 +258,11 @@ impl SimPlatform {
         kfd::lock(&self.kfd.memory).dmabuf_count()
     }
 
-    /// Makes the next `MAP_MEMORY_TO_GPU` map `devices` devices and then fail with `EINTR`, as
-    /// a signal arriving mid-call does (the caller must resume from `n_success`).
-    pub fn interrupt_next_map_after(&self, devices: u32) {
-        kfd::lock(&self.kfd.memory).interrupt_map_after = Some(devices);
+    /// Makes the next `MAP_MEMORY_TO_GPU` map `devices` devices and then fail with `errno`,
+    /// reporting the progress in `n_success` — `EINTR` is a signal arriving mid-call (the caller
+    /// must resume from `n_success`), anything else a failure on the next device.
+    pub fn fail_next_map_after(&self, devices: u32, errno: Errno) {
+        kfd::lock(&self.kfd.memory).map_failure = Some((devices, errno));
     }
 
     /// Marks the buffer containing `va` as used by a queue (as `CREATE_QUEUE` does for its ring

@@ -165,8 +165,8 @@ pub(crate) struct Memory {
     pub(crate) signal_handle: Option<u64>,
     /// Live queues (set by the queue model): XNACK mode cannot change while there are any.
     pub(crate) live_queues: u32,
-    /// The next `MAP_MEMORY_TO_GPU` maps this many devices and then fails with `EINTR`.
-    pub(crate) interrupt_map_after: Option<u32>,
+    /// The next `MAP_MEMORY_TO_GPU` maps this many devices and then fails with this errno.
+    pub(crate) map_failure: Option<(u32, Errno)>,
     /// Device mappings performed, in all (a resumed map must not repeat any).
     pub(crate) device_maps: u64,
 }
@@ -346,15 +346,15 @@ impl Memory {
         if va == 0 {
             return Err(Errno::EINVAL);
         }
-        let mut budget = self.interrupt_map_after.take();
+        let mut budget = self.map_failure.take();
         for i in args.n_success..n {
             let peer = devices.get(i as usize).copied().ok_or(Errno::EINVAL)?;
             self.gpu(peer)?;
             if !vm(peer) {
                 return Err(Errno::ENODEV);
             }
-            if budget == Some(0) {
-                return Err(Errno::EINTR);
+            if let Some((0, errno)) = budget {
+                return Err(errno);
             }
             // amdgpu_vm_bo_map: "va ... conflict with ..."
             let end = va.saturating_add(size);
@@ -373,7 +373,7 @@ impl Memory {
                 self.device_maps += 1;
             }
             args.n_success = i + 1;
-            budget = budget.map(|b| b.saturating_sub(1));
+            budget = budget.map(|(left, errno)| (left.saturating_sub(1), errno));
         }
         Ok(())
     }
