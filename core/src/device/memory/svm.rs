@@ -74,10 +74,10 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE => SvmAttribute::AccessInPlace(node(a.value)?),
             KFD_IOCTL_SVM_ATTR_NO_ACCESS => SvmAttribute::NoAccess(node(a.value)?),
             KFD_IOCTL_SVM_ATTR_SET_FLAGS => {
-                SvmAttribute::SetFlags(SvmFlags::from_bits_retain(a.value))
+                SvmAttribute::SetFlags(SvmFlags::from_bits_truncate(a.value))
             }
             KFD_IOCTL_SVM_ATTR_CLR_FLAGS => {
-                SvmAttribute::ClearFlags(SvmFlags::from_bits_retain(a.value))
+                SvmAttribute::ClearFlags(SvmFlags::from_bits_truncate(a.value))
             }
             _ => SvmAttribute::Granularity(a.value),
         })
