@@ -89,7 +89,8 @@ fn host_memory_paths_and_their_flags() {
         let (_, first_gpu_id) = first_gpu(&kfd);
         let sim = kfd.platform();
         // Non-paged, fine-grained host memory from the CPU node: a GTT buffer on the first GPU.
-        let gtt = kfd.alloc_memory(CPU_NODE, 65536, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS).unwrap();
+        let gtt =
+            kfd.alloc_memory(CPU_NODE, 65536, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS).unwrap();
         assert_eq!(
             sim.buffer_flags(gtt.kfd_handle.unwrap()),
             Some(KFD_IOC_ALLOC_MEM_FLAGS_GTT | C | W | NS)
@@ -110,7 +111,9 @@ fn host_memory_paths_and_their_flags() {
         drop(gpu_view);
         // Uncached, executable, read-only combinations.
         let ro = MemFlags::NON_PAGED | MemFlags::HOST_ACCESS | MemFlags::READ_ONLY;
-        let x = kfd.alloc_memory(CPU_NODE, 4096, ro | MemFlags::EXECUTE_ACCESS | MemFlags::UNCACHED).unwrap();
+        let x = kfd
+            .alloc_memory(CPU_NODE, 4096, ro | MemFlags::EXECUTE_ACCESS | MemFlags::UNCACHED)
+            .unwrap();
         assert_eq!(
             sim.buffer_flags(x.kfd_handle.unwrap()),
             Some(KFD_IOC_ALLOC_MEM_FLAGS_GTT | C | U | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | NS)
@@ -160,7 +163,10 @@ fn address_only_handle_only_and_scratch() {
         assert_eq!(only.kfd_handle, None);
         let info = kfd.pointer_info(only.addr + 4096).unwrap();
         assert_eq!((info.kind, info.node), (PointerKind::ReservedAddress, 0));
-        assert_eq!(memory_err(&kfd.kfd_handle(only.addr).unwrap_err()), mem::Error::NoKfdBuffer { addr: only.addr });
+        assert_eq!(
+            memory_err(&kfd.kfd_handle(only.addr).unwrap_err()),
+            mem::Error::NoKfdBuffer { addr: only.addr }
+        );
 
         let handle_only = kfd.alloc_memory(node, 4096, COARSE_VRAM | MemFlags::NO_ADDRESS).unwrap();
         assert!(handle_only.addr >= 1 << 47, "a handle in the non-canonical window");
@@ -227,7 +233,11 @@ fn bad_requests_are_refused_with_exact_errors() {
         let sim = kfd.platform();
         let allocs = sim.ioctl_calls(nr::ALLOC);
         let cases: [(Result<_, Error>, mem::Error, ErrorKind); 9] = [
-            (kfd.alloc_memory(node, 0, COARSE_VRAM), mem::Error::ZeroSize, ErrorKind::InvalidArgument),
+            (
+                kfd.alloc_memory(node, 0, COARSE_VRAM),
+                mem::Error::ZeroSize,
+                ErrorKind::InvalidArgument,
+            ),
             (
                 kfd.alloc_memory(node, 4096, COARSE_VRAM.with_page_size(PageSize::Size2M)),
                 mem::Error::Misaligned { value: 4096 },
@@ -244,15 +254,31 @@ fn bad_requests_are_refused_with_exact_errors() {
                 ErrorKind::InvalidArgument,
             ),
             // The "null address" of a fixed-address request.
-            (kfd.alloc_memory_at(node, 0, 4096, COARSE_VRAM), mem::Error::InvalidFlags, ErrorKind::InvalidArgument),
-            (kfd.alloc_memory(999, 4096, COARSE_VRAM), mem::Error::UnknownNode { node: 999 }, ErrorKind::InvalidNode),
             (
-                kfd.alloc_memory(node, 4096, MemFlags::NON_PAGED | MemFlags::COARSE_GRAIN | MemFlags::EXTENDED_COHERENT),
+                kfd.alloc_memory_at(node, 0, 4096, COARSE_VRAM),
                 mem::Error::InvalidFlags,
                 ErrorKind::InvalidArgument,
             ),
             (
-                kfd.alloc_memory(node, 4096, COARSE_VRAM | MemFlags::ONLY_ADDRESS | MemFlags::NO_ADDRESS),
+                kfd.alloc_memory(999, 4096, COARSE_VRAM),
+                mem::Error::UnknownNode { node: 999 },
+                ErrorKind::InvalidNode,
+            ),
+            (
+                kfd.alloc_memory(
+                    node,
+                    4096,
+                    MemFlags::NON_PAGED | MemFlags::COARSE_GRAIN | MemFlags::EXTENDED_COHERENT,
+                ),
+                mem::Error::InvalidFlags,
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                kfd.alloc_memory(
+                    node,
+                    4096,
+                    COARSE_VRAM | MemFlags::ONLY_ADDRESS | MemFlags::NO_ADDRESS,
+                ),
                 mem::Error::InvalidFlags,
                 ErrorKind::InvalidArgument,
             ),
@@ -305,9 +331,15 @@ fn frees_name_exactly_one_live_object() {
         }
         kfd.free_memory(addr).unwrap();
         // Double free, by address and by handle.
-        assert_eq!(memory_err(&kfd.free_memory(addr).unwrap_err()), mem::Error::UnknownAddress { addr });
+        assert_eq!(
+            memory_err(&kfd.free_memory(addr).unwrap_err()),
+            mem::Error::UnknownAddress { addr }
+        );
         let stale = kfd.free_handle(handle).unwrap_err();
-        assert_eq!((memory_err(&stale), stale.kind()), (mem::Error::StaleHandle, ErrorKind::InvalidHandle));
+        assert_eq!(
+            (memory_err(&stale), stale.kind()),
+            (mem::Error::StaleHandle, ErrorKind::InvalidHandle)
+        );
         // A new object at the same address is not freed through the old handle.
         let b = kfd.alloc_memory_at(node, addr, 16384, COARSE_VRAM).unwrap();
         assert_eq!(memory_err(&kfd.free_handle(handle).unwrap_err()), mem::Error::StaleHandle);
@@ -326,17 +358,26 @@ fn views_must_be_dropped_before_their_memory_is_freed() {
         let a = kfd.alloc_memory(CPU_NODE, 4096, flags).unwrap();
         let addr = a.addr;
         let e = kfd.free_memory(addr).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::MappingInUse { addr }, ErrorKind::Busy));
+        assert_eq!(
+            (memory_err(&e), e.kind()),
+            (mem::Error::MappingInUse { addr }, ErrorKind::Busy)
+        );
         let extra = kfd.cpu_mapping(addr + 100).unwrap();
         assert_eq!(extra.addr(), addr);
         drop(a);
-        assert_eq!(memory_err(&kfd.free_memory(addr).unwrap_err()), mem::Error::MappingInUse { addr });
+        assert_eq!(
+            memory_err(&kfd.free_memory(addr).unwrap_err()),
+            mem::Error::MappingInUse { addr }
+        );
         // The device cannot be closed under a view either.
         assert_eq!(memory_err(&kfd.close().unwrap_err()), mem::Error::MappingInUse { addr });
         assert_eq!(kfd.open_count(), 1);
         drop(extra);
         kfd.free_memory(addr).unwrap();
-        assert_eq!(memory_err(&kfd.cpu_mapping(addr).unwrap_err()), mem::Error::UnknownAddress { addr });
+        assert_eq!(
+            memory_err(&kfd.cpu_mapping(addr).unwrap_err()),
+            mem::Error::UnknownAddress { addr }
+        );
         let (node, _) = first_gpu(&kfd);
         let vram = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap();
         let e = kfd.cpu_mapping(vram.addr).unwrap_err();
@@ -360,10 +401,17 @@ fn vram_exhaustion_and_available_memory() {
         assert_eq!(e, Error::Ioctl { name: "ALLOC_MEMORY_OF_GPU", errno: Errno::ENOMEM });
         assert_eq!(e.kind(), ErrorKind::OutOfResources);
         let usage = kfd.memory_usage();
-        assert_eq!((usage.objects, usage.pending, usage.va_live[0]), (1, 0, 1), "the failed request left nothing");
+        assert_eq!(
+            (usage.objects, usage.pending, usage.va_live[0]),
+            (1, 0, 1),
+            "the failed request left nothing"
+        );
         kfd.free(a).unwrap();
         // A CPU node has no VRAM to ask about.
-        assert_eq!(memory_err(&kfd.available_memory(CPU_NODE).unwrap_err()), mem::Error::NotAGpu { node: CPU_NODE });
+        assert_eq!(
+            memory_err(&kfd.available_memory(CPU_NODE).unwrap_err()),
+            mem::Error::NotAGpu { node: CPU_NODE }
+        );
         kfd.check_memory_invariants().unwrap();
     });
 }
@@ -413,7 +461,8 @@ fn capacity_is_a_typed_error_and_recovers() {
             Box::new(Kfd::with_memory(SimPlatform::new(), boxed_tables(3)));
         kfd.open().unwrap();
         let node = kfd.gpu_nodes().unwrap().first().unwrap();
-        let live: Vec<_> = (0..3).map(|_| kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap()).collect();
+        let live: Vec<_> =
+            (0..3).map(|_| kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap()).collect();
         let allocs = kfd.platform().ioctl_calls(nr::ALLOC);
         let e = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap_err();
         assert_eq!(memory_err(&e), mem::Error::CapacityExhausted { capacity: 3 });

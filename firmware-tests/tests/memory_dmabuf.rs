@@ -28,15 +28,15 @@ fn kfdtest_export_dmabuf() {
         let buf = kfd.alloc_memory(node, 4 * 4096, VISIBLE_VRAM).unwrap();
         buf.mapping.as_ref().unwrap().write(4096, b"shared pages").unwrap();
         // Not a buffer, or past its end: refused before the kernel.
-        let heap = vec![0u8; 64];
-        let outside = [
-            (heap.as_ptr() as u64, 8),
-            (buf.addr, 4 * 4096 + 1),
-            (buf.addr + 3 * 4096, 8192),
-        ];
+        let heap = Box::new([0u8; 64]);
+        let outside =
+            [(heap.as_ptr() as u64, 8), (buf.addr, 4 * 4096 + 1), (buf.addr + 3 * 4096, 8192)];
         for (addr, size) in outside {
             let e = kfd.export_dmabuf(addr, size).unwrap_err();
-            assert_eq!((memory_err(&e), e.kind()), (mem::Error::OutsideObject { addr, size }, ErrorKind::InvalidArgument));
+            assert_eq!(
+                (memory_err(&e), e.kind()),
+                (mem::Error::OutsideObject { addr, size }, ErrorKind::InvalidArgument)
+            );
         }
         assert_eq!(sim.ioctl_calls(nr::EXPORT), 0);
         // Inside: the offset of the address in the buffer.
@@ -84,7 +84,10 @@ fn imports_without_nodes_get_no_address() {
         assert!(imported.addr >= 1 << 47, "a handle in the NoAddress window");
         let e = kfd.map_memory_to_gpu(imported.addr, MapNodes::Default).unwrap_err();
         assert_eq!(memory_err(&e), mem::Error::NotMappable { addr: imported.addr });
-        assert_eq!(memory_err(&kfd.import_dmabuf(exported.fd, Some(&[])).unwrap_err()), mem::Error::NoNodes);
+        assert_eq!(
+            memory_err(&kfd.import_dmabuf(exported.fd, Some(&[])).unwrap_err()),
+            mem::Error::NoNodes
+        );
         kfd.free_memory(imported.addr).unwrap();
         kfd.free(buf).unwrap();
         kfd.close_dmabuf(exported.fd);

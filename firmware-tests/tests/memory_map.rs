@@ -42,7 +42,11 @@ fn few_peers(target: u32, keep: &[u32]) -> SimPlatform {
     let edits: Vec<(SysfsFile, Vec<u8>)> = profile
         .files()
         .filter_map(|(f, bytes)| {
-            let SysfsFile::EntryProperties { node, kind: EntryKind::IoLink | EntryKind::P2pLink, .. } = f
+            let SysfsFile::EntryProperties {
+                node,
+                kind: EntryKind::IoLink | EntryKind::P2pLink,
+                ..
+            } = f
             else {
                 return None;
             };
@@ -130,17 +134,29 @@ fn bad_targets_are_refused() {
         let buf = kfd.alloc_memory(node, 8192, COARSE_VRAM).unwrap();
         let maps = kfd.platform().ioctl_calls(nr::MAP);
         let cases = [
-            (kfd.map_memory_to_gpu(buf.addr + 4096, MapNodes::Default), mem::Error::UnknownAddress { addr: buf.addr + 4096 }),
+            (
+                kfd.map_memory_to_gpu(buf.addr + 4096, MapNodes::Default),
+                mem::Error::UnknownAddress { addr: buf.addr + 4096 },
+            ),
             (kfd.map_memory_to_gpu(0, MapNodes::Default), mem::Error::UnknownAddress { addr: 0 }),
             (kfd.map_memory_to_gpu(buf.addr, MapNodes::Only(&[])), mem::Error::NoNodes),
-            (kfd.map_memory_to_gpu(buf.addr, MapNodes::Only(&[CPU_NODE])), mem::Error::NotAGpu { node: CPU_NODE }),
-            (kfd.map_memory_to_gpu(buf.addr, MapNodes::Only(&[500])), mem::Error::UnknownNode { node: 500 }),
+            (
+                kfd.map_memory_to_gpu(buf.addr, MapNodes::Only(&[CPU_NODE])),
+                mem::Error::NotAGpu { node: CPU_NODE },
+            ),
+            (
+                kfd.map_memory_to_gpu(buf.addr, MapNodes::Only(&[500])),
+                mem::Error::UnknownNode { node: 500 },
+            ),
         ];
         for (got, want) in cases {
             assert_eq!(memory_err(&got.unwrap_err()), want);
         }
         let e = kfd.unmap_memory_from_gpu(buf.addr + 4096).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::UnknownAddress { addr: buf.addr + 4096 }, ErrorKind::NotRegistered));
+        assert_eq!(
+            (memory_err(&e), e.kind()),
+            (mem::Error::UnknownAddress { addr: buf.addr + 4096 }, ErrorKind::NotRegistered)
+        );
         assert_eq!(kfd.platform().ioctl_calls(nr::MAP), maps);
         kfd.free(buf).unwrap();
     });
@@ -194,7 +210,11 @@ fn a_failed_map_undoes_its_partial_progress() {
         sim.fail_next_map_after(5, Errno::ENOMEM);
         let e = kfd.map_memory_to_gpu(host.addr, MapNodes::All).unwrap_err();
         assert_eq!(e, Error::Ioctl { name: "MAP_MEMORY_TO_GPU", errno: Errno::ENOMEM });
-        assert_eq!(sim.buffer_mappings(h).unwrap(), Vec::<u32>::new(), "the five mapped devices were unmapped");
+        assert_eq!(
+            sim.buffer_mappings(h).unwrap(),
+            Vec::<u32>::new(),
+            "the five mapped devices were unmapped"
+        );
         assert!(kfd.pointer_info(host.addr).unwrap().mapped_nodes.is_empty());
         // The same call succeeds once the kernel does.
         kfd.map_memory_to_gpu(host.addr, MapNodes::All).unwrap();
@@ -220,7 +240,10 @@ fn memory_a_queue_uses_cannot_be_unmapped_or_freed() {
         let e = kfd.free_memory(ring.addr).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Busy);
         // Still there, still mapped, in both books.
-        assert_eq!(kfd.pointer_info(ring.addr).unwrap().mapped_nodes, NodeSet::single(node).unwrap());
+        assert_eq!(
+            kfd.pointer_info(ring.addr).unwrap().mapped_nodes,
+            NodeSet::single(node).unwrap()
+        );
         assert_eq!(sim.buffer_mappings(h).unwrap().len(), 1);
         sim.unpin_buffer(h);
         // Freeing mapped memory unmaps it first.

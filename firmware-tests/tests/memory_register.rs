@@ -59,7 +59,10 @@ fn registration_is_counted_and_keeps_its_gpu_address() {
         kfd.deregister_memory(ptr).unwrap();
         assert_eq!(sim.buffer_count(), 0);
         let e = kfd.deregister_memory(ptr).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::UnknownAddress { addr: ptr }, ErrorKind::NotRegistered));
+        assert_eq!(
+            (memory_err(&e), e.kind()),
+            (mem::Error::UnknownAddress { addr: ptr }, ErrorKind::NotRegistered)
+        );
         kfd.check_memory_invariants().unwrap();
     });
 }
@@ -92,7 +95,11 @@ fn kfdtest_memory_register_same_ptr() {
         let b_mapped = kfd.map_memory_to_gpu(ptr, MapNodes::Default).unwrap();
         assert_eq!((a, a_mapped), (b, b_mapped));
         let h = kfd.kfd_handle(ptr).unwrap();
-        assert_eq!(sim.buffer_mappings(h), Some(vec![gpu_id]), "mapped once, on the registered node");
+        assert_eq!(
+            sim.buffer_mappings(h),
+            Some(vec![gpu_id]),
+            "mapped once, on the registered node"
+        );
         kfd.unmap_memory_from_gpu(ptr).unwrap();
         kfd.deregister_memory(ptr).unwrap();
         // The other registration is still usable by the GPU.
@@ -115,8 +122,14 @@ fn registrations_that_are_refused() {
         // Other nodes than the first registration named.
         kfd.register_memory_to_nodes(ptr, 4096, &[nodes[0]]).unwrap();
         let e = kfd.register_memory_to_nodes(ptr, 4096, &[nodes[1]]).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::RegisteredToOtherNodes { addr: ptr }, ErrorKind::AlreadyRegistered));
-        assert_eq!(memory_err(&kfd.register_memory_to_nodes(ptr, 4096, &[]).unwrap_err()), mem::Error::NoNodes);
+        assert_eq!(
+            (memory_err(&e), e.kind()),
+            (mem::Error::RegisteredToOtherNodes { addr: ptr }, ErrorKind::AlreadyRegistered)
+        );
+        assert_eq!(
+            memory_err(&kfd.register_memory_to_nodes(ptr, 4096, &[]).unwrap_err()),
+            mem::Error::NoNodes
+        );
         assert_eq!(
             memory_err(&kfd.register_memory_to_nodes(ptr, 4096, &[CPU_NODE]).unwrap_err()),
             mem::Error::NotAGpu { node: CPU_NODE }
@@ -136,10 +149,17 @@ fn registrations_that_are_refused() {
             ),
         ];
         for (flags, want) in cases {
-            assert_eq!(memory_err(&kfd.register_memory_with_flags(ptr, 4096, flags).unwrap_err()), want);
+            assert_eq!(
+                memory_err(&kfd.register_memory_with_flags(ptr, 4096, flags).unwrap_err()),
+                want
+            );
         }
-        kfd.register_memory_with_flags(ptr, 4096, MemFlags::HOST_ACCESS | MemFlags::EXTENDED_COHERENT)
-            .unwrap();
+        kfd.register_memory_with_flags(
+            ptr,
+            4096,
+            MemFlags::HOST_ACCESS | MemFlags::EXTENDED_COHERENT,
+        )
+        .unwrap();
         let f = sim.buffer_flags(kfd.kfd_handle(ptr).unwrap()).unwrap();
         let want = KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT;
         assert_eq!(f & want, want);
@@ -150,7 +170,10 @@ fn registrations_that_are_refused() {
         // Memory the library allocated is not user memory.
         let host = kfd.alloc_memory(CPU_NODE, 4096, HOST).unwrap();
         let e = kfd.register_memory(host.addr, 4096).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::NotUserMemory { addr: host.addr }, ErrorKind::InvalidHandle));
+        assert_eq!(
+            (memory_err(&e), e.kind()),
+            (mem::Error::NotUserMemory { addr: host.addr }, ErrorKind::InvalidHandle)
+        );
         // Allocated memory registered to no node cannot be deregistered.
         assert_eq!(
             memory_err(&kfd.deregister_memory(host.addr).unwrap_err()),
@@ -177,7 +200,10 @@ fn kfdtest_query_pointer_info() {
         assert_eq!(info.kind, PointerKind::Allocated);
         assert_eq!(info.node, CPU_NODE);
         assert_eq!(info.flags, flags, "the requested flags round-trip");
-        assert_eq!((info.cpu_address, info.gpu_address, info.size), (Some(a.addr), a.addr, 4 * 4096));
+        assert_eq!(
+            (info.cpu_address, info.gpu_address, info.size),
+            (Some(a.addr), a.addr, 4 * 4096)
+        );
         assert!(info.mapped_nodes.is_empty() && info.registered_nodes.is_empty());
         assert_eq!(info.handle, a.handle);
         kfd.map_memory_to_gpu(a.addr, MapNodes::Default).unwrap();
@@ -205,7 +231,10 @@ fn kfdtest_query_pointer_info() {
         kfd.deregister_memory(ptr).unwrap();
         // Nothing there.
         let e = kfd.pointer_info(0x1000).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::UnknownAddress { addr: 0x1000 }, ErrorKind::NotRegistered));
+        assert_eq!(
+            (memory_err(&e), e.kind()),
+            (mem::Error::UnknownAddress { addr: 0x1000 }, ErrorKind::NotRegistered)
+        );
         kfd.free(a).unwrap();
     });
 }

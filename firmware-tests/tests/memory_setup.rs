@@ -51,7 +51,10 @@ fn reserved_mode_splits_coherent_and_default_apertures() {
         let coarse = kfd.alloc_memory(node, 8192, COARSE_VRAM).unwrap();
         let fine = kfd.alloc_memory(0, 8192, FINE_HOST).unwrap();
         assert_eq!(kfd.memory_usage().va_live, [1, 1, 0]);
-        assert!(fine.addr < coarse.addr, "the coherent aperture is the reservation's first quarter");
+        assert!(
+            fine.addr < coarse.addr,
+            "the coherent aperture is the reservation's first quarter"
+        );
         assert!(coarse.addr + coarse.size <= 1 << 40, "inside the 1 TiB reservation");
         // Reserved apertures align the end of small buffers (libhsakmt's end alignment).
         assert_eq!((coarse.addr + coarse.size) % 8192, 0);
@@ -90,7 +93,11 @@ fn close_forgets_objects_and_the_kernel_releases_their_buffers() {
         assert_eq!(kfd.free_memory(a.addr), Err(Error::NotOpened));
         kfd.open().unwrap();
         let usage = kfd.memory_usage();
-        assert_eq!((usage.objects, usage.reservations), (0, reservations), "address space is reused");
+        assert_eq!(
+            (usage.objects, usage.reservations),
+            (0, reservations),
+            "address space is reused"
+        );
         let b = kfd.alloc_memory(node, 1 << 20, COARSE_VRAM).unwrap();
         kfd.free(b).unwrap();
     });
@@ -148,19 +155,30 @@ fn doorbell_and_mmio_pages() {
         kfd.free(db).unwrap();
         // The kernel takes exactly its doorbell slice.
         let e = kfd.alloc_doorbell(node, 4096, offset).unwrap_err();
-        assert_eq!(e, Error::Ioctl { name: "ALLOC_MEMORY_OF_GPU", errno: hsakmt_core::error::Errno::EINVAL });
+        assert_eq!(
+            e,
+            Error::Ioctl { name: "ALLOC_MEMORY_OF_GPU", errno: hsakmt_core::error::Errno::EINVAL }
+        );
         // The MMIO remap page: CPU-mapped through /dev/kfd and GPU-mapped on the GPU's peers.
         let mmio = kfd.alloc_mmio_remap(node).unwrap();
         assert_eq!(mmio.size, 4096);
-        assert_eq!(sim.buffer_mappings(mmio.kfd_handle.unwrap()).unwrap().len(), kfd.peer_nodes(node).unwrap().len() as usize);
+        assert_eq!(
+            sim.buffer_mappings(mmio.kfd_handle.unwrap()).unwrap().len(),
+            kfd.peer_nodes(node).unwrap().len() as usize
+        );
         assert!(mmio.mapping.is_some());
         kfd.free(mmio).unwrap();
         assert_eq!(sim.buffer_count(), 0);
         // The legacy memory policy applies to Kaveri only.
-        let e = kfd.set_memory_policy(node, CachePolicy::Cached, CachePolicy::NonCached, 0, 0).unwrap_err();
+        let e = kfd
+            .set_memory_policy(node, CachePolicy::Cached, CachePolicy::NonCached, 0, 0)
+            .unwrap_err();
         assert_eq!(memory_err(&e), mem::Error::NotSupported);
         assert_eq!(
-            memory_err(&kfd.set_memory_policy(0, CachePolicy::Cached, CachePolicy::Cached, 0, 0).unwrap_err()),
+            memory_err(
+                &kfd.set_memory_policy(0, CachePolicy::Cached, CachePolicy::Cached, 0, 0)
+                    .unwrap_err()
+            ),
             mem::Error::NotAGpu { node: 0 }
         );
     });

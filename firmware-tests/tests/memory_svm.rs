@@ -112,10 +112,16 @@ fn invalid_ranges_and_attributes() {
         assert_eq!(e, Error::Ioctl { name: "SVM", errno: Errno::EFAULT });
         let svm_calls = sim.ioctl_calls(nr::SVM);
         let cases = [
-            (kfd.svm_set_attributes(addr + 8, 4096, &[]), mem::Error::Misaligned { value: addr + 8 }),
+            (
+                kfd.svm_set_attributes(addr + 8, 4096, &[]),
+                mem::Error::Misaligned { value: addr + 8 },
+            ),
             (kfd.svm_set_attributes(addr, 0, &[]), mem::Error::ZeroSize),
             (kfd.svm_set_attributes(addr, 4096, &[A::Access(0)]), mem::Error::NotAGpu { node: 0 }),
-            (kfd.svm_set_attributes(addr, 4096, &[A::NoAccess(999)]), mem::Error::UnknownNode { node: 999 }),
+            (
+                kfd.svm_set_attributes(addr, 4096, &[A::NoAccess(999)]),
+                mem::Error::UnknownNode { node: 999 },
+            ),
             (
                 kfd.svm_set_attributes(addr, 4096, &[A::Granularity(1); 65]),
                 mem::Error::CapacityExhausted { capacity: 64 },
@@ -159,7 +165,10 @@ fn xnack_mode() {
         // Not while queues exist.
         kfd.platform().set_live_queues(1);
         let e = kfd.set_xnack_mode(false).unwrap_err();
-        assert_eq!((e.clone(), e.kind()), (Error::Ioctl { name: "SET_XNACK_MODE", errno: Errno::EBUSY }, ErrorKind::Busy));
+        assert_eq!(
+            (e.clone(), e.kind()),
+            (Error::Ioctl { name: "SET_XNACK_MODE", errno: Errno::EBUSY }, ErrorKind::Busy)
+        );
         kfd.platform().set_live_queues(0);
         kfd.set_xnack_mode(false).unwrap();
         assert!(!kfd.xnack_mode().unwrap());
