@@ -153,6 +153,8 @@ pub(crate) struct Memory {
     pub(crate) bos: HashMap<u64, Bo>,
     by_va: BTreeMap<u64, u64>,
     by_offset: HashMap<u64, u64>,
+    /// VRAM bytes charged per gpu_id.
+    vram_used: HashMap<u32, u64>,
     idr_next: HashMap<u32, u32>,
     idr_free: HashMap<u32, BTreeSet<u32>>,
     next_offset: u64,
@@ -216,7 +218,7 @@ impl Memory {
     }
 
     fn vram_used(&self, gpu_id: u32) -> u64 {
-        self.bos.values().filter(|b| b.gpu_id == gpu_id).map(|b| b.vram_charge).sum()
+        self.vram_used.get(&gpu_id).copied().unwrap_or(0)
     }
 
     /// `kfd_ioctl_alloc_memory_of_gpu`. `vm` says whether the GPU's VM was acquired.
@@ -279,6 +281,7 @@ impl Memory {
             o
         });
         let handle = self.new_handle(args.gpu_id);
+        *self.vram_used.entry(args.gpu_id).or_insert(0) += vram_charge;
         self.bos.insert(
             handle,
             Bo {
@@ -317,6 +320,9 @@ impl Memory {
             return Err(Errno::EBUSY);
         }
         let bo = self.bos.remove(&args.handle).ok_or(Errno::EINVAL)?;
+        if let Some(used) = self.vram_used.get_mut(&bo.gpu_id) {
+            *used = used.saturating_sub(bo.vram_charge);
+        }
         if bo.va != 0 && self.by_va.get(&bo.va) == Some(&args.handle) {
             self.by_va.remove(&bo.va);
         }

@@ -170,6 +170,23 @@ impl From<memory::Error> for PlanStop {
     }
 }
 
+/// The object a release names.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Target {
+    /// The object starting at this address (or user memory registered at it).
+    Address(u64),
+    /// The object this handle names.
+    Handle(MemoryHandle),
+}
+
+/// What a release decided under the lock.
+enum Release {
+    /// One registration of several was dropped; nothing else to do.
+    Counted,
+    /// The object is busy now; unmap `mapped`, free `buffers`, forget it.
+    Destroy { handle: MemoryHandle, buffers: KfdHandles, mapped: NodeSet },
+}
+
 /// How many times an allocation grows the slab aperture before giving up.
 const SLAB_ATTEMPTS: u32 = 4;
 
@@ -184,18 +201,16 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         flags: MemFlags,
         fixed: Option<u64>,
     ) -> Result<AllocPlan, PlanStop> {
-        let info = *self.node(node)?;
-        let is_gpu = info.is_gpu() && self.gpus.contains(node);
+        let (is_gpu, svm, scratch_busy) = {
+            let info = self.node(node)?;
+            (info.is_gpu() && self.gpus.contains(node), info.svm, info.scratch_backing.is_some())
+        };
         let req = AllocRequest {
             size,
             align,
             flags,
             fixed_address: fixed.filter(|a| *a != 0),
-            node: if is_gpu {
-                PreferredNode::Gpu { svm_needed: info.svm }
-            } else {
-                PreferredNode::Cpu
-            },
+            node: if is_gpu { PreferredNode::Gpu { svm_needed: svm } } else { PreferredNode::Cpu },
         };
         let policy = PlacementPolicy {
             is_dgpu: self.is_dgpu,
@@ -225,7 +240,10 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
                 None => return Err(memory::Error::NotAGpu { node }.into()),
             }
         };
-        let gpu = *self.gpu(gpu_node)?;
+        let (gpu_id, render_fd) = {
+            let gpu = self.gpu(gpu_node)?;
+            (gpu.gpu_id, gpu.render_fd)
+        };
         let (buffer, record_node, cpu_map) = match p.kind {
             MemoryKind::Vram => (
                 Some(BufferKind::Vram),
@@ -242,7 +260,7 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
                 if !is_gpu {
                     return Err(memory::Error::NotAGpu { node }.into());
                 }
-                if info.scratch_backing.is_some() {
+                if scratch_busy {
                     return Err(memory::Error::ScratchInUse { node }.into());
                 }
                 (None, node, false)
@@ -278,13 +296,41 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
             cpu_size,
             ioc_va: if aperture == ApertureId::Handles { 0 } else { alloc.addr },
             ioc_flags: buffer_flags,
-            gpu_id: gpu.gpu_id,
-            render_fd: gpu.render_fd,
+            gpu_id,
+            render_fd,
             node: record_node,
             gpu_node,
             flags: p.flags,
             cpu_map,
         })
+    }
+}
+
+impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
+    /// Resolves a release's object and decides it in one go (libhsakmt `__fmm_release`):
+    /// registered user memory held several times only drops a count; anything else is marked
+    /// busy for destruction, unless a caller still holds a CPU view of it.
+    fn begin_release(&mut self, target: Target) -> Result<Release, memory::Error> {
+        let handle = match target {
+            Target::Handle(h) => h,
+            Target::Address(addr) => {
+                self.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?
+            }
+        };
+        let o = self.objects.get_mut(handle)?;
+        let addr = o.start();
+        if o.payload.busy {
+            return Err(memory::Error::Busy { addr });
+        }
+        if o.kind == MemoryKind::RegisteredUser && o.registration_count > 1 {
+            o.drop_registration()?;
+            return Ok(Release::Counted);
+        }
+        if o.payload.mapping.as_ref().is_some_and(SharedMemory::is_shared) {
+            return Err(memory::Error::MappingInUse { addr });
+        }
+        o.payload.busy = true;
+        Ok(Release::Destroy { handle, buffers: o.kfd_handles, mapped: o.mapped_nodes })
     }
 }
 
@@ -585,11 +631,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// [`Error::NotOpened`] / [`Error::ForkedChild`].
     pub fn free_memory(&self, addr: u64) -> Result<(), Error> {
         self.check_open()?;
-        let handle = {
-            let st = self.memory.lock();
-            st.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?
-        };
-        self.release_object(handle, addr)
+        self.release(Target::Address(addr))
     }
 
     /// Frees the object `handle` names (see [`Kfd::free_memory`]).
@@ -600,43 +642,35 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// second free).
     pub fn free_handle(&self, handle: MemoryHandle) -> Result<(), Error> {
         self.check_open()?;
-        let addr = self.memory.lock().objects.get(handle)?.start();
-        self.release_object(handle, addr)
+        self.release(Target::Handle(handle))
     }
 
-    fn release_object(&self, handle: MemoryHandle, addr: u64) -> Result<(), Error> {
-        let registered = {
-            let st = self.memory.lock();
-            st.objects.get(handle)?.kind == MemoryKind::RegisteredUser
-        };
-        if registered {
-            return self.deregister_object(handle, addr);
+    /// Frees an object, or drops one registration of registered user memory.
+    pub(super) fn release(&self, target: Target) -> Result<(), Error> {
+        let step = self.memory.lock().begin_release(target)?;
+        match step {
+            Release::Counted => Ok(()),
+            Release::Destroy { handle, buffers, mapped } => {
+                self.finish_release(handle, buffers, mapped)
+            }
         }
-        self.destroy_object(handle)
     }
 
-    /// Unmaps (if mapped), frees the buffers of and forgets an object, whatever its refcounts.
-    fn destroy_object(&self, handle: MemoryHandle) -> Result<(), Error> {
-        let (handles, mapped) = {
-            let mut st = self.memory.lock();
-            let o = st.objects.get_mut(handle)?;
-            let addr = o.start();
-            if o.payload.busy {
-                return Err(memory::Error::Busy { addr }.into());
-            }
-            if o.payload.mapping.as_ref().is_some_and(SharedMemory::is_shared) {
-                return Err(memory::Error::MappingInUse { addr }.into());
-            }
-            o.payload.busy = true;
-            (o.kfd_handles, o.mapped_nodes)
-        };
+    /// Unmaps (if mapped), frees the buffers of and forgets an object marked busy by
+    /// [`MemoryState::begin_release`].
+    fn finish_release(
+        &self,
+        handle: MemoryHandle,
+        buffers: KfdHandles,
+        mapped: NodeSet,
+    ) -> Result<(), Error> {
         if !mapped.is_empty()
-            && let Err(e) = self.unmap_object(handle, handles, mapped)
+            && let Err(e) = self.unmap_object(handle, buffers, mapped)
         {
             self.clear_busy(handle);
             return Err(e);
         }
-        for (i, &h) in handles.as_slice().iter().enumerate() {
+        for (i, &h) in buffers.as_slice().iter().enumerate() {
             let mut args = kfd_ioctl_free_memory_of_gpu_args { handle: h };
             if let Err(e) = self.raw_ioctl(&mut Ioctl::FreeMemoryOfGpu(&mut args)) {
                 // Buffers before `i` are gone: keep only the rest.

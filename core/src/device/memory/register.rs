@@ -9,12 +9,12 @@
 
 use crate::memory::aperture::ApertureAllocation;
 use crate::memory::kfd_flags::{BufferKind, alloc_flags};
-use crate::memory::objects::{MemoryHandle, MemoryKind, MemoryObject};
+use crate::memory::objects::{MemoryKind, MemoryObject};
 use crate::memory::{self, MemFlags, NodeSet, PAGE_SIZE};
 use crate::platform::Platform;
 
 use super::state::{ApertureId, MemoryPayload, MemoryState, MemoryStorage, SvmMode, page_align};
-use super::{Error, Kfd};
+use super::{Error, Kfd, Target};
 
 /// A registration to create, decided under the lock.
 struct RegisterPlan {
@@ -230,7 +230,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// [`Error::Ioctl`] from the unmap or free; [`Error::NotOpened`] / [`Error::ForkedChild`].
     pub fn deregister_memory(&self, addr: u64) -> Result<(), Error> {
         self.check_open()?;
-        let h = {
+        {
             let mut st = self.memory.lock();
             let h = st.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
             let o = st.objects.get_mut(h)?;
@@ -242,24 +242,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 o.registration_count = 0;
                 return Ok(());
             }
-            h
-        };
-        self.deregister_object(h, addr)
-    }
-
-    /// Drops one registration of registered user memory (or releases an imported buffer).
-    pub(super) fn deregister_object(&self, h: MemoryHandle, addr: u64) -> Result<(), Error> {
-        {
-            let mut st = self.memory.lock();
-            let o = st.objects.get_mut(h)?;
-            if o.payload.busy {
-                return Err(memory::Error::Busy { addr }.into());
-            }
-            if o.registration_count > 1 {
-                o.drop_registration()?;
-                return Ok(());
-            }
         }
-        self.destroy_object(h)
+        self.release(Target::Address(addr))
     }
 }

@@ -16,9 +16,11 @@ use crate::memory::va::VaSlot;
 use crate::memory::{Error, NodeSet, PAGE_SIZE};
 use crate::platform::SharedMemory;
 
-/// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: enough for an
-/// application with a few thousand live buffers (about 2.6 MiB of tables, inline).
-pub const DEFAULT_MEMORY_OBJECTS: usize = 4096;
+/// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: an application with
+/// up to a thousand live buffers (about 0.7 MiB of tables, inline, small enough for a `Box::new`
+/// through an ordinary 8 MiB main-thread stack in debug builds). Build with
+/// [`Kfd::with_memory`](crate::device::Kfd::with_memory) for more.
+pub const DEFAULT_MEMORY_OBJECTS: usize = 1024;
 
 /// The most topology nodes the memory manager tracks (node ids `0..MAX_NODES`).
 pub const MAX_NODES: usize = NodeSet::CAPACITY as usize;
