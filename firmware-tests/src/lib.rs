@@ -1,9 +1,10 @@
 //! Scenario tests of `hsakmt-core` over `hsakmt-sim` (the tests live in `tests/`), and the
 //! helpers they share.
 
-use hsakmt_core::device::Kfd;
+use hsakmt_core::device::{Error, Kfd, MemoryStorage};
+use hsakmt_core::memory;
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
-use hsakmt_sim::{Profile, SimPlatform};
+use hsakmt_sim::{Profile, SimMapping, SimPlatform};
 
 /// Runs `f` on a thread with a 64 MiB stack: the topology snapshot and the device facade are
 /// large values, and debug builds move them through the stack.
@@ -61,13 +62,25 @@ pub fn opened(sim: SimPlatform) -> Box<Kfd<SimPlatform>> {
 /// # Panics
 /// When the device has no GPU.
 #[must_use]
-pub fn first_gpu(kfd: &Kfd<SimPlatform>) -> (u32, u32) {
+pub fn first_gpu<S: MemoryStorage<SimMapping>>(kfd: &Kfd<SimPlatform, S>) -> (u32, u32) {
     let node = kfd.gpu_nodes().expect("open").first().expect("a GPU");
     let gpu_id = kfd
         .with_topology(|t| t.node_by_user_id(node).and_then(|v| v.node().gpu_id()))
         .expect("open")
         .expect("gpu_id");
     (node, gpu_id)
+}
+
+/// The bookkeeping error inside a device error.
+///
+/// # Panics
+/// When `e` is another kind of error.
+#[must_use]
+pub fn memory_error(e: &Error) -> memory::Error {
+    match e {
+        Error::Memory(m) => *m,
+        other => panic!("expected a memory error, got {other:?}"),
+    }
 }
 
 /// The ioctl numbers the memory scenarios count.

@@ -2,7 +2,7 @@
 //! placement path with its exact kernel flags, the ioctl budget, and every refusal with its
 //! exact error.
 
-use firmware_tests::{first_gpu, nr, opened, with_big_stack};
+use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
 use hsakmt_core::device::{Error, Kfd, MapNodes, PointerKind};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::aperture::SCRATCH_ALIGN;
@@ -19,13 +19,6 @@ const U: u32 = KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED;
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
 const CPU_NODE: u32 = 0;
 
-fn memory_err(e: &Error) -> mem::Error {
-    match e {
-        Error::Memory(m) => *m,
-        other => panic!("expected a memory error, got {other:?}"),
-    }
-}
-
 #[test]
 fn invisible_vram_costs_exactly_one_alloc_and_one_free_ioctl() {
     with_big_stack(|| {
@@ -33,6 +26,7 @@ fn invisible_vram_costs_exactly_one_alloc_and_one_free_ioctl() {
         let (node, gpu_id) = first_gpu(&kfd);
         let sim = kfd.platform();
         let before = sim.total_ioctl_calls();
+        let reservations = kfd.memory_usage().reservations;
         let a = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap();
         assert_eq!(sim.total_ioctl_calls() - before, 1);
         assert_eq!(sim.ioctl_calls(nr::ALLOC), 1);
@@ -48,6 +42,7 @@ fn invisible_vram_costs_exactly_one_alloc_and_one_free_ioctl() {
         assert_eq!(sim.buffer_count(), 0);
         assert_eq!(kfd.memory_usage().objects, 0);
         assert_eq!(kfd.memory_usage().va_used, [0, 0, 0]);
+        assert_eq!(kfd.memory_usage().reservations, reservations, "no address space reserved");
         kfd.check_memory_invariants().unwrap();
     });
 }
@@ -164,7 +159,7 @@ fn address_only_handle_only_and_scratch() {
         let info = kfd.pointer_info(only.addr + 4096).unwrap();
         assert_eq!((info.kind, info.node), (PointerKind::ReservedAddress, 0));
         assert_eq!(
-            memory_err(&kfd.kfd_handle(only.addr).unwrap_err()),
+            memory_error(&kfd.kfd_handle(only.addr).unwrap_err()),
             mem::Error::NoKfdBuffer { addr: only.addr }
         );
 
@@ -180,7 +175,7 @@ fn address_only_handle_only_and_scratch() {
         assert_eq!(scratch.size, 2 * SCRATCH_ALIGN);
         assert_eq!(sim.scratch_backing(gpu_id), Some(scratch.addr >> 16));
         let again = kfd.alloc_memory(node, 4096, MemFlags::SCRATCH).unwrap_err();
-        assert_eq!(memory_err(&again), mem::Error::ScratchInUse { node });
+        assert_eq!(memory_error(&again), mem::Error::ScratchInUse { node });
         // Mapping it creates its VRAM on its GPU only.
         kfd.map_memory_to_gpu(scratch.addr, MapNodes::Default).unwrap();
         let h = kfd.kfd_handle(scratch.addr).unwrap();
@@ -212,7 +207,7 @@ fn alignment_and_fixed_addresses() {
         let fixed = kfd.alloc_memory_at(node, addr, 8192, COARSE_VRAM).unwrap();
         assert_eq!(fixed.addr, addr);
         let clash = kfd.alloc_memory_at(node, addr + 4096, 4096, COARSE_VRAM).unwrap_err();
-        assert_eq!(memory_err(&clash), mem::Error::AddressInUse { addr: addr + 4096 });
+        assert_eq!(memory_error(&clash), mem::Error::AddressInUse { addr: addr + 4096 });
         // An address outside every slab: the aperture grows a slab exactly there.
         let far = 0x2000_0000_0000;
         let grown = kfd.alloc_memory_at(node, far, 4096, COARSE_VRAM).unwrap();
@@ -291,7 +286,7 @@ fn bad_requests_are_refused_with_exact_errors() {
         for (got, want, kind) in cases {
             let e = got.unwrap_err();
             assert_eq!(e.kind(), kind, "{e}");
-            assert_eq!(memory_err(&e), want);
+            assert_eq!(memory_error(&e), want);
         }
         assert_eq!(sim.ioctl_calls(nr::ALLOC), allocs, "refused before reaching the kernel");
         assert_eq!(kfd.memory_usage().objects, 0);
@@ -327,23 +322,23 @@ fn frees_name_exactly_one_live_object() {
         for bad in [addr + 4096, 0, 0x1234_5000] {
             let e = kfd.free_memory(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::NotRegistered);
-            assert_eq!(memory_err(&e), mem::Error::UnknownAddress { addr: bad });
+            assert_eq!(memory_error(&e), mem::Error::UnknownAddress { addr: bad });
         }
         kfd.free_memory(addr).unwrap();
         // Double free, by address and by handle.
         assert_eq!(
-            memory_err(&kfd.free_memory(addr).unwrap_err()),
+            memory_error(&kfd.free_memory(addr).unwrap_err()),
             mem::Error::UnknownAddress { addr }
         );
         let stale = kfd.free_handle(handle).unwrap_err();
         assert_eq!(
-            (memory_err(&stale), stale.kind()),
+            (memory_error(&stale), stale.kind()),
             (mem::Error::StaleHandle, ErrorKind::InvalidHandle)
         );
         // A new object at the same address is not freed through the old handle.
         let b = kfd.alloc_memory_at(node, addr, 16384, COARSE_VRAM).unwrap();
-        assert_eq!(memory_err(&kfd.free_handle(handle).unwrap_err()), mem::Error::StaleHandle);
-        assert_eq!(memory_err(&kfd.handle_info(handle).unwrap_err()), mem::Error::StaleHandle);
+        assert_eq!(memory_error(&kfd.free_handle(handle).unwrap_err()), mem::Error::StaleHandle);
+        assert_eq!(memory_error(&kfd.handle_info(handle).unwrap_err()), mem::Error::StaleHandle);
         assert_eq!(kfd.handle_info(b.handle).unwrap().gpu_address, addr);
         kfd.free(b).unwrap();
         assert_eq!(kfd.platform().buffer_count(), 0);
@@ -359,29 +354,29 @@ fn views_must_be_dropped_before_their_memory_is_freed() {
         let addr = a.addr;
         let e = kfd.free_memory(addr).unwrap_err();
         assert_eq!(
-            (memory_err(&e), e.kind()),
+            (memory_error(&e), e.kind()),
             (mem::Error::MappingInUse { addr }, ErrorKind::Busy)
         );
         let extra = kfd.cpu_mapping(addr + 100).unwrap();
         assert_eq!(extra.addr(), addr);
         drop(a);
         assert_eq!(
-            memory_err(&kfd.free_memory(addr).unwrap_err()),
+            memory_error(&kfd.free_memory(addr).unwrap_err()),
             mem::Error::MappingInUse { addr }
         );
         // The device cannot be closed under a view either.
-        assert_eq!(memory_err(&kfd.close().unwrap_err()), mem::Error::MappingInUse { addr });
+        assert_eq!(memory_error(&kfd.close().unwrap_err()), mem::Error::MappingInUse { addr });
         assert_eq!(kfd.open_count(), 1);
         drop(extra);
         kfd.free_memory(addr).unwrap();
         assert_eq!(
-            memory_err(&kfd.cpu_mapping(addr).unwrap_err()),
+            memory_error(&kfd.cpu_mapping(addr).unwrap_err()),
             mem::Error::UnknownAddress { addr }
         );
         let (node, _) = first_gpu(&kfd);
         let vram = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap();
         let e = kfd.cpu_mapping(vram.addr).unwrap_err();
-        assert_eq!(memory_err(&e), mem::Error::NoCpuAccess { addr: vram.addr });
+        assert_eq!(memory_error(&e), mem::Error::NoCpuAccess { addr: vram.addr });
         assert_eq!(kfd.kfd_handle(vram.addr).unwrap(), vram.kfd_handle.unwrap());
         kfd.free(vram).unwrap();
         kfd.close().unwrap();
@@ -409,7 +404,7 @@ fn vram_exhaustion_and_available_memory() {
         kfd.free(a).unwrap();
         // A CPU node has no VRAM to ask about.
         assert_eq!(
-            memory_err(&kfd.available_memory(CPU_NODE).unwrap_err()),
+            memory_error(&kfd.available_memory(CPU_NODE).unwrap_err()),
             mem::Error::NotAGpu { node: CPU_NODE }
         );
         kfd.check_memory_invariants().unwrap();
@@ -465,7 +460,7 @@ fn capacity_is_a_typed_error_and_recovers() {
             (0..3).map(|_| kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap()).collect();
         let allocs = kfd.platform().ioctl_calls(nr::ALLOC);
         let e = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap_err();
-        assert_eq!(memory_err(&e), mem::Error::CapacityExhausted { capacity: 3 });
+        assert_eq!(memory_error(&e), mem::Error::CapacityExhausted { capacity: 3 });
         assert_eq!(e.kind(), ErrorKind::CapacityExhausted);
         assert_eq!(kfd.platform().ioctl_calls(nr::ALLOC), allocs, "refused before the ioctl");
         let mut live = live.into_iter();

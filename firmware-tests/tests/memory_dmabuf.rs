@@ -1,7 +1,7 @@
 //! Sharing memory as dma-bufs: export inside and outside a buffer, memory that outlives its
 //! buffer, import with and without an address.
 
-use firmware_tests::{first_gpu, nr, opened, with_big_stack};
+use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
 use hsakmt_core::device::{Error, MapNodes, PointerKind};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::{self as mem, MemFlags, NodeSet};
@@ -10,13 +10,6 @@ use hsakmt_sim::{DMABUF_FD_BASE, SimPlatform};
 
 const VISIBLE_VRAM: MemFlags =
     MemFlags::NON_PAGED.union(MemFlags::HOST_ACCESS).union(MemFlags::COARSE_GRAIN);
-
-fn memory_err(e: &Error) -> mem::Error {
-    match e {
-        Error::Memory(m) => *m,
-        other => panic!("expected a memory error, got {other:?}"),
-    }
-}
 
 /// kfdtest `KFDMemoryTest.ExportDMABufTest`.
 #[test]
@@ -34,7 +27,7 @@ fn kfdtest_export_dmabuf() {
         for (addr, size) in outside {
             let e = kfd.export_dmabuf(addr, size).unwrap_err();
             assert_eq!(
-                (memory_err(&e), e.kind()),
+                (memory_error(&e), e.kind()),
                 (mem::Error::OutsideObject { addr, size }, ErrorKind::InvalidArgument)
             );
         }
@@ -83,9 +76,9 @@ fn imports_without_nodes_get_no_address() {
         let imported = kfd.import_dmabuf(exported.fd, None).unwrap();
         assert!(imported.addr >= 1 << 47, "a handle in the NoAddress window");
         let e = kfd.map_memory_to_gpu(imported.addr, MapNodes::Default).unwrap_err();
-        assert_eq!(memory_err(&e), mem::Error::NotMappable { addr: imported.addr });
+        assert_eq!(memory_error(&e), mem::Error::NotMappable { addr: imported.addr });
         assert_eq!(
-            memory_err(&kfd.import_dmabuf(exported.fd, Some(&[])).unwrap_err()),
+            memory_error(&kfd.import_dmabuf(exported.fd, Some(&[])).unwrap_err()),
             mem::Error::NoNodes
         );
         kfd.free_memory(imported.addr).unwrap();
@@ -94,7 +87,7 @@ fn imports_without_nodes_get_no_address() {
         // Address-only memory has nothing to export.
         let only = kfd.alloc_memory(node, 4096, VISIBLE_VRAM | MemFlags::ONLY_ADDRESS).unwrap();
         let e = kfd.export_dmabuf(only.addr, 4096).unwrap_err();
-        assert_eq!(memory_err(&e), mem::Error::NoKfdBuffer { addr: only.addr });
+        assert_eq!(memory_error(&e), mem::Error::NoKfdBuffer { addr: only.addr });
         kfd.free(only).unwrap();
         assert_eq!(kfd.platform().buffer_count(), 0);
         assert_eq!(kfd.platform().dmabuf_count(), 0);

@@ -1,7 +1,7 @@
 //! Mapping memory on GPUs: the default device sets, explicit sets, unmapping, partial success
 //! and its resumption, queue-held buffers, and the refusals.
 
-use firmware_tests::{first_gpu, nr, opened, with_big_stack};
+use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
 use hsakmt_core::device::{Error, Kfd, MapNodes};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::{self as mem, MemFlags, NodeSet};
@@ -11,13 +11,6 @@ use hsakmt_sim::{Profile, SimPlatform};
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
 const HOST: MemFlags = MemFlags::NON_PAGED.union(MemFlags::HOST_ACCESS);
 const CPU_NODE: u32 = 0;
-
-fn memory_err(e: &Error) -> mem::Error {
-    match e {
-        Error::Memory(m) => *m,
-        other => panic!("expected a memory error, got {other:?}"),
-    }
-}
 
 /// The gpu_ids of a node set, in node order.
 fn gpu_ids(kfd: &Kfd<SimPlatform>, nodes: NodeSet) -> Vec<u32> {
@@ -150,11 +143,11 @@ fn bad_targets_are_refused() {
             ),
         ];
         for (got, want) in cases {
-            assert_eq!(memory_err(&got.unwrap_err()), want);
+            assert_eq!(memory_error(&got.unwrap_err()), want);
         }
         let e = kfd.unmap_memory_from_gpu(buf.addr + 4096).unwrap_err();
         assert_eq!(
-            (memory_err(&e), e.kind()),
+            (memory_error(&e), e.kind()),
             (mem::Error::UnknownAddress { addr: buf.addr + 4096 }, ErrorKind::NotRegistered)
         );
         assert_eq!(kfd.platform().ioctl_calls(nr::MAP), maps);
@@ -173,7 +166,7 @@ fn kfdtest_va_vram_only_alloc() {
             let a = kfd.alloc_memory(node, 1 << 20, COARSE_VRAM | extra).unwrap();
             for nodes in [MapNodes::Default, MapNodes::Only(&[node])] {
                 let e = kfd.map_memory_to_gpu(a.addr, nodes).unwrap_err();
-                assert_eq!(memory_err(&e), mem::Error::NotMappable { addr: a.addr });
+                assert_eq!(memory_error(&e), mem::Error::NotMappable { addr: a.addr });
                 assert_eq!(e.kind(), ErrorKind::InvalidArgument);
             }
             kfd.free(a).unwrap();

@@ -1,6 +1,6 @@
 //! Registering application memory, and what pointer queries report about every kind of memory.
 
-use firmware_tests::{first_gpu, nr, opened, with_big_stack};
+use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
 use hsakmt_core::device::{Error, MapNodes, PointerKind};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::{self as mem, MemFlags, NodeSet};
@@ -10,13 +10,6 @@ use hsakmt_sim::SimPlatform;
 
 const HOST: MemFlags = MemFlags::NON_PAGED.union(MemFlags::HOST_ACCESS);
 const CPU_NODE: u32 = 0;
-
-fn memory_err(e: &Error) -> mem::Error {
-    match e {
-        Error::Memory(m) => *m,
-        other => panic!("expected a memory error, got {other:?}"),
-    }
-}
 
 /// Application memory: a heap buffer (not page aligned in general).
 fn user_buffer(len: usize) -> Vec<u64> {
@@ -60,7 +53,7 @@ fn registration_is_counted_and_keeps_its_gpu_address() {
         assert_eq!(sim.buffer_count(), 0);
         let e = kfd.deregister_memory(ptr).unwrap_err();
         assert_eq!(
-            (memory_err(&e), e.kind()),
+            (memory_error(&e), e.kind()),
             (mem::Error::UnknownAddress { addr: ptr }, ErrorKind::NotRegistered)
         );
         kfd.check_memory_invariants().unwrap();
@@ -118,25 +111,25 @@ fn registrations_that_are_refused() {
         let buf = user_buffer(8192);
         let ptr = buf.as_ptr() as u64;
         let sim = kfd.platform();
-        assert_eq!(memory_err(&kfd.register_memory(ptr, 0).unwrap_err()), mem::Error::ZeroSize);
+        assert_eq!(memory_error(&kfd.register_memory(ptr, 0).unwrap_err()), mem::Error::ZeroSize);
         // Other nodes than the first registration named.
         kfd.register_memory_to_nodes(ptr, 4096, &[nodes[0]]).unwrap();
         let e = kfd.register_memory_to_nodes(ptr, 4096, &[nodes[1]]).unwrap_err();
         assert_eq!(
-            (memory_err(&e), e.kind()),
+            (memory_error(&e), e.kind()),
             (mem::Error::RegisteredToOtherNodes { addr: ptr }, ErrorKind::AlreadyRegistered)
         );
         assert_eq!(
-            memory_err(&kfd.register_memory_to_nodes(ptr, 4096, &[]).unwrap_err()),
+            memory_error(&kfd.register_memory_to_nodes(ptr, 4096, &[]).unwrap_err()),
             mem::Error::NoNodes
         );
         assert_eq!(
-            memory_err(&kfd.register_memory_to_nodes(ptr, 4096, &[CPU_NODE]).unwrap_err()),
+            memory_error(&kfd.register_memory_to_nodes(ptr, 4096, &[CPU_NODE]).unwrap_err()),
             mem::Error::NotAGpu { node: CPU_NODE }
         );
         // A node not registered cannot be mapped explicitly.
         let e = kfd.map_memory_to_gpu(ptr, MapNodes::Only(&[nodes[1]])).unwrap_err();
-        assert_eq!(memory_err(&e), mem::Error::NodesNotRegistered);
+        assert_eq!(memory_error(&e), mem::Error::NodesNotRegistered);
         kfd.deregister_memory(ptr).unwrap();
         assert_eq!(sim.buffer_count(), 0, "the refused second registration did not count");
         // Flags: ordinary paged host memory only, and a coherence that exists.
@@ -150,7 +143,7 @@ fn registrations_that_are_refused() {
         ];
         for (flags, want) in cases {
             assert_eq!(
-                memory_err(&kfd.register_memory_with_flags(ptr, 4096, flags).unwrap_err()),
+                memory_error(&kfd.register_memory_with_flags(ptr, 4096, flags).unwrap_err()),
                 want
             );
         }
@@ -171,12 +164,12 @@ fn registrations_that_are_refused() {
         let host = kfd.alloc_memory(CPU_NODE, 4096, HOST).unwrap();
         let e = kfd.register_memory(host.addr, 4096).unwrap_err();
         assert_eq!(
-            (memory_err(&e), e.kind()),
+            (memory_error(&e), e.kind()),
             (mem::Error::NotUserMemory { addr: host.addr }, ErrorKind::InvalidHandle)
         );
         // Allocated memory registered to no node cannot be deregistered.
         assert_eq!(
-            memory_err(&kfd.deregister_memory(host.addr).unwrap_err()),
+            memory_error(&kfd.deregister_memory(host.addr).unwrap_err()),
             mem::Error::NotRegistered { addr: host.addr }
         );
         kfd.free(host).unwrap();
@@ -216,7 +209,7 @@ fn kfdtest_query_pointer_info() {
         kfd.set_user_data(a.addr, 0xfeed).unwrap();
         assert_eq!(kfd.pointer_info(a.addr + 5).unwrap().user_data, 0xfeed);
         assert_eq!(
-            memory_err(&kfd.set_user_data(a.addr + 4096, 1).unwrap_err()),
+            memory_error(&kfd.set_user_data(a.addr + 4096, 1).unwrap_err()),
             mem::Error::UnknownAddress { addr: a.addr + 4096 }
         );
         // Registered user memory: its CPU range, its nodes.
@@ -232,7 +225,7 @@ fn kfdtest_query_pointer_info() {
         // Nothing there.
         let e = kfd.pointer_info(0x1000).unwrap_err();
         assert_eq!(
-            (memory_err(&e), e.kind()),
+            (memory_error(&e), e.kind()),
             (mem::Error::UnknownAddress { addr: 0x1000 }, ErrorKind::NotRegistered)
         );
         kfd.free(a).unwrap();

@@ -1,7 +1,7 @@
 //! What open sets up for memory (render nodes, apertures, VMs, policies, the SVM apertures in
 //! both modes) and what close leaves; the environment settings; doorbell, MMIO and policy.
 
-use firmware_tests::{first_gpu, nr, opened, with_big_stack};
+use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
 use hsakmt_core::device::memory::SvmMode;
 use hsakmt_core::device::{Error, MapNodes};
 use hsakmt_core::memory::{self as mem, CachePolicy, MemFlags};
@@ -11,13 +11,6 @@ use hsakmt_sim::{DOORBELL_SLICE, SimPlatform};
 
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
 const FINE_HOST: MemFlags = MemFlags::NON_PAGED.union(MemFlags::HOST_ACCESS);
-
-fn memory_err(e: &Error) -> mem::Error {
-    match e {
-        Error::Memory(m) => *m,
-        other => panic!("expected a memory error, got {other:?}"),
-    }
-}
 
 #[test]
 fn open_binds_every_gpu_and_sets_up_slab_mode() {
@@ -173,9 +166,9 @@ fn doorbell_and_mmio_pages() {
         let e = kfd
             .set_memory_policy(node, CachePolicy::Cached, CachePolicy::NonCached, 0, 0)
             .unwrap_err();
-        assert_eq!(memory_err(&e), mem::Error::NotSupported);
+        assert_eq!(memory_error(&e), mem::Error::NotSupported);
         assert_eq!(
-            memory_err(
+            memory_error(
                 &kfd.set_memory_policy(0, CachePolicy::Cached, CachePolicy::Cached, 0, 0)
                     .unwrap_err()
             ),

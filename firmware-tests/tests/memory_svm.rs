@@ -1,6 +1,6 @@
 //! Shared virtual memory attributes (node ids in, node ids out) and XNACK mode.
 
-use firmware_tests::{first_gpu, nr, opened, sim, with_big_stack};
+use firmware_tests::{first_gpu, memory_error, nr, opened, sim, with_big_stack};
 use hsakmt_core::device::Error;
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::svm::{SvmAttribute as A, SvmFlags, SvmLocation as L};
@@ -8,13 +8,6 @@ use hsakmt_core::memory::{self as mem, MemFlags};
 use hsakmt_linux::LinuxMapping;
 use hsakmt_linux::mapping::{map_anonymous, release, reserve};
 use hsakmt_sim::SimPlatform;
-
-fn memory_err(e: &Error) -> mem::Error {
-    match e {
-        Error::Memory(m) => *m,
-        other => panic!("expected a memory error, got {other:?}"),
-    }
-}
 
 /// Page-aligned application memory.
 fn pages(n: u64) -> (u64, LinuxMapping) {
@@ -128,7 +121,7 @@ fn invalid_ranges_and_attributes() {
             ),
         ];
         for (got, want) in cases {
-            assert_eq!(memory_err(&got.unwrap_err()), want);
+            assert_eq!(memory_error(&got.unwrap_err()), want);
         }
         assert_eq!(sim.ioctl_calls(nr::SVM), svm_calls, "refused before the kernel");
         // A range the library allocated buffers in.
@@ -175,7 +168,10 @@ fn xnack_mode() {
         // gfx900 cannot do it at all.
         let vega = opened(sim("mi25-vega10-rocm18"));
         let e = vega.set_xnack_mode(true).unwrap_err();
-        assert_eq!((memory_err(&e), e.kind()), (mem::Error::NotSupported, ErrorKind::NotSupported));
+        assert_eq!(
+            (memory_error(&e), e.kind()),
+            (mem::Error::NotSupported, ErrorKind::NotSupported)
+        );
         assert_eq!(vega.platform().ioctl_calls(nr::XNACK), 1);
     });
 }

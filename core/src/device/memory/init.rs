@@ -226,7 +226,6 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 };
                 let node = node as u32;
                 let Some(n) = st.nodes.get_mut(node as usize) else { continue };
-                n.has_apertures = true;
                 n.lds = ReportedAperture {
                     kind: ApertureKind::Lds { node },
                     base: a.lds_base,

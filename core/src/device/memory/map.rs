@@ -25,7 +25,7 @@ enum MapStep {
     /// Nothing to ask the kernel; the GPU address.
     Done(u64),
     /// Map a scratch range: create its VRAM buffer on its GPU.
-    Scratch { gpu_va: u64, size: u64, gpu_id: u32, node: u32, disable_cache: bool },
+    Scratch { gpu_va: u64, size: u64, gpu_id: u32, node: u32 },
     /// Unmap `unmap`, then map `map`, for the buffers `handles`.
     Change { gpu_va: u64, handles: KfdHandles, map: NodeSet, unmap: NodeSet },
 }
@@ -57,8 +57,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     ) -> Result<(MemoryHandle, MapStep), memory::Error> {
         let requested = self.requested_nodes(nodes)?;
         let h = self.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
-        let (all, handle_window, disable_cache) =
-            (self.gpus, self.is_handle_address(addr), self.settings.disable_cache);
+        let (all, handle_window) = (self.gpus, self.is_handle_address(addr));
         let default_peers = {
             let o = self.objects.get(h)?;
             self.gpu(o.node).ok().map(|n| n.peers)
@@ -81,7 +80,6 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
                 size: o.size(),
                 gpu_id: o.payload.gpu_id,
                 node: o.node,
-                disable_cache,
             };
             return Ok((h, step));
         }
@@ -143,8 +141,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let (h, step) = self.memory.lock().plan_map(addr, nodes)?;
         match step {
             MapStep::Done(va) => Ok(va),
-            MapStep::Scratch { gpu_va, size, gpu_id, node, disable_cache } => {
-                let result = self.map_scratch(gpu_va, size, gpu_id, disable_cache);
+            MapStep::Scratch { gpu_va, size, gpu_id, node } => {
+                let result = self.map_scratch(gpu_va, size, gpu_id);
                 let mut st = self.memory.lock();
                 if let Ok(o) = st.objects.get_mut(h) {
                     o.payload.busy = false;
@@ -324,20 +322,14 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     }
 
     /// Creates and maps the VRAM of a scratch range on its GPU (`_fmm_map_to_gpu_scratch`).
-    fn map_scratch(
-        &self,
-        gpu_va: u64,
-        size: u64,
-        gpu_id: u32,
-        disable_cache: bool,
-    ) -> Result<u64, Error> {
+    fn map_scratch(&self, gpu_va: u64, size: u64, gpu_id: u32) -> Result<u64, Error> {
         let mut args = kfd_ioctl_alloc_memory_of_gpu_args {
             va_addr: gpu_va,
             size,
             handle: 0,
             mmap_offset: 0,
             gpu_id,
-            flags: alloc_flags(BufferKind::ScratchVram, MemFlags::empty(), disable_cache),
+            flags: alloc_flags(BufferKind::ScratchVram, MemFlags::empty(), false),
         };
         self.raw_ioctl(&mut Ioctl::AllocMemoryOfGpu(&mut args))?;
         let handle = args.handle;

@@ -181,8 +181,6 @@ pub(crate) struct NodeInfo {
     pub(crate) render_fd: u32,
     /// DRM render minor.
     pub(crate) render_minor: u32,
-    /// The kernel reported the GPU's apertures.
-    pub(crate) has_apertures: bool,
     /// Device memory comes from the SVM apertures (canonical GPUVM).
     pub(crate) svm: bool,
     /// The GPU supports the SVM API (`HSA_CAP_SVMAPI_SUPPORTED`).
@@ -209,7 +207,6 @@ impl NodeInfo {
         gpu_id: 0,
         render_fd: 0,
         render_minor: 0,
-        has_apertures: false,
         svm: false,
         svm_api: false,
         gfx950: false,
