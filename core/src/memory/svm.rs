@@ -68,10 +68,10 @@ pub enum SvmAttribute {
     /// `KFD_IOCTL_SVM_ATTR_NO_ACCESS`: the GPU node may not access the range.
     NoAccess(u32),
     /// `KFD_IOCTL_SVM_ATTR_SET_FLAGS`: flags to set; a query answers the flags set on the
-    /// whole range.
+    /// whole range (bits this crate does not name are dropped).
     SetFlags(SvmFlags),
     /// `KFD_IOCTL_SVM_ATTR_CLR_FLAGS`: flags to clear; a query answers the flags clear on the
-    /// whole range.
+    /// whole range (bits this crate does not name are dropped).
     ClearFlags(SvmFlags),
     /// `KFD_IOCTL_SVM_ATTR_GRANULARITY`: migration granularity, log2 of pages (the kernel caps
     /// it at 63).

@@ -41,6 +41,12 @@
 //!   attributes when the SVM API exists).
 //! - Closing the device while a caller holds a CPU view fails
 //!   ([`memory::Error::MappingInUse`]) instead of leaving a view over released address space.
+//!
+//! # Not supported
+//! APU system memory from plain `mmap` (libhsakmt's CPUVM aperture) and the private GPUVM
+//! apertures of pre-gfx9 APUs with non-canonical GPUVM ([`memory::Error::NotSupported`]);
+//! `HSA_ZFB`; the out-of-tree IPC ioctls (`hsaKmtShareMemory`); SVM-attribute registration of
+//! user memory.
 
 mod dmabuf;
 mod init;
