@@ -1,28 +1,64 @@
-//! Helpers for the queue scenarios: GPU-visible host buffers, signals, waits.
+//! Helpers for the queue scenarios: GPU-visible host buffers, VRAM, signals, waits.
 
+use std::ops::Deref;
 use std::time::{Duration, Instant};
 
-use hsakmt_core::device::Kfd;
-use hsakmt_core::platform::{KfdDevice, SharedMemory};
+use hsakmt_core::device::{Allocation, Kfd, MapNodes};
+use hsakmt_core::memory::MemFlags;
+use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::{Signal, SignalInit};
 use hsakmt_core::topology::NodeKind;
 use hsakmt_sim::{SimMapping, SimPlatform};
 
-/// A zeroed buffer of `size` bytes the simulated GPUs can reach (GPU VA == CPU VA).
-///
-/// # Panics
-/// When the platform cannot map it.
-#[must_use]
-pub fn host_buffer(sim: &SimPlatform, size: u64) -> SimMapping {
-    let addr = sim.reserve_va(None, size, 4096).expect("reserve");
-    sim.map_anonymous(addr, size).expect("map")
+/// A buffer from the memory API, with its CPU view.
+#[derive(Debug)]
+pub struct Buf {
+    /// The allocation.
+    pub alloc: Allocation<SimMapping>,
 }
 
-/// Returns a buffer made by [`host_buffer`].
-pub fn free_host_buffer(sim: &SimPlatform, buf: SimMapping) {
-    let (addr, len) = (buf.addr(), buf.len() as u64);
-    drop(buf);
-    let _ = sim.release_va(addr, len);
+impl Deref for Buf {
+    type Target = SimMapping;
+    fn deref(&self) -> &SimMapping {
+        self.alloc.mapping.as_ref().expect("a host-visible buffer")
+    }
+}
+
+/// A zeroed buffer of `size` bytes (rounded up to a page) of non-paged system memory on the
+/// first CPU node, mapped on every GPU (GPU VA == CPU VA).
+///
+/// # Panics
+/// When the memory API refuses.
+#[must_use]
+pub fn host_buffer(kfd: &Kfd<SimPlatform>, size: u64) -> Buf {
+    let size = size.next_multiple_of(4096);
+    let alloc = kfd
+        .alloc_memory(cpu_node(kfd), size, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS)
+        .expect("host memory");
+    kfd.map_memory_to_gpu(alloc.addr, MapNodes::All).expect("mapped on the GPUs");
+    Buf { alloc }
+}
+
+/// `size` bytes of GPU `node`'s VRAM, CPU-visible when `host_access` (large BAR), mapped on
+/// the GPUs in `map_on`.
+///
+/// # Panics
+/// When the memory API refuses.
+#[must_use]
+pub fn vram(
+    kfd: &Kfd<SimPlatform>,
+    node: u32,
+    size: u64,
+    host_access: bool,
+    map_on: &[u32],
+) -> Allocation<SimMapping> {
+    let mut flags = MemFlags::NON_PAGED | MemFlags::COARSE_GRAIN;
+    if host_access {
+        flags |= MemFlags::HOST_ACCESS;
+    }
+    let alloc = kfd.alloc_memory(node, size.next_multiple_of(4096), flags).expect("VRAM");
+    kfd.map_memory_to_gpu(alloc.addr, MapNodes::Only(map_on)).expect("mapped");
+    alloc
 }
 
 /// User node ids of the GPU nodes, in order.
@@ -56,7 +92,7 @@ pub fn cpu_node(kfd: &Kfd<SimPlatform>) -> u32 {
 /// `n` HSA signals in one buffer.
 pub struct Signals {
     /// The memory.
-    pub mem: SimMapping,
+    pub mem: Buf,
 }
 
 impl Signals {
@@ -65,8 +101,8 @@ impl Signals {
     /// # Panics
     /// When the buffer cannot be made.
     #[must_use]
-    pub fn new(sim: &SimPlatform, n: usize, value: i64) -> Self {
-        let mem = host_buffer(sim, (n as u64 * 64).max(4096));
+    pub fn new(kfd: &Kfd<SimPlatform>, n: usize, value: i64) -> Self {
+        let mem = host_buffer(kfd, (n as u64 * 64).max(4096));
         let s = Signals { mem };
         for i in 0..n {
             s.get(i).init(&SignalInit::User { value, mailbox: None });
@@ -80,7 +116,7 @@ impl Signals {
     /// Out of range.
     #[must_use]
     pub fn get(&self, i: usize) -> Signal<'_, SimMapping> {
-        Signal::new(&self.mem, i * 64).expect("signal")
+        Signal::new(&*self.mem, i * 64).expect("signal")
     }
 
     /// The handle (address) of signal `i`.

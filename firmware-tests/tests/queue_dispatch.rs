@@ -40,16 +40,16 @@ fn vadd_runs(mode: CpMode) {
     let node = gpu_nodes(&kfd)[0];
     let kernel = register_vadd(sim);
     let n = 4096u64;
-    let data = host_buffer(sim, 3 * 4 * n);
+    let data = host_buffer(&kfd, 3 * 4 * n);
     for i in 0..n as usize {
         data.u32s()[i].store(i as u32, Ordering::Relaxed);
         data.u32s()[n as usize + i].store(1000, Ordering::Relaxed);
     }
-    let args = host_buffer(sim, 4096);
+    let args = host_buffer(&kfd, 4096);
     for (i, v) in [data.addr(), data.addr() + 4 * n, data.addr() + 8 * n].iter().enumerate() {
         args.u64s()[i].store(*v, Ordering::Relaxed);
     }
-    let signals = Signals::new(sim, 1, 1);
+    let signals = Signals::new(&kfd, 1, 1);
     let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
     let q = kfd.aql_queue(info.handle).unwrap();
     let mut k = KernelDispatch::linear(kernel, n as u32, 256);
@@ -85,13 +85,13 @@ fn chained_queues(mode: CpMode) {
     let sim = kfd.platform();
     let node = gpu_nodes(&kfd)[0];
     let rounds = 2000usize;
-    let acc = host_buffer(sim, 4096);
-    let out = host_buffer(sim, (rounds as u64 * 8).next_multiple_of(4096));
+    let acc = host_buffer(&kfd, 4096);
+    let out = host_buffer(&kfd, (rounds as u64 * 8).next_multiple_of(4096));
     // Per round 32 bytes of kernargs: [acc slot, i] for the add, [acc slot, out slot] for the
     // record.
-    let args = host_buffer(sim, (rounds as u64 * 32).next_multiple_of(4096));
-    let sa = Signals::new(sim, rounds, 1);
-    let sb = Signals::new(sim, rounds, 1);
+    let args = host_buffer(&kfd, (rounds as u64 * 32).next_multiple_of(4096));
+    let sa = Signals::new(&kfd, rounds, 1);
+    let sb = Signals::new(&kfd, rounds, 1);
     let add = sim.register_kernel("add", |ctx| {
         let (slot, i) = (ctx.kernarg_u64(0)?, ctx.kernarg_u64(1)?);
         ctx.atomic_add_u64(slot, i)?;

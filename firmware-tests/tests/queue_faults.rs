@@ -9,9 +9,9 @@ use hsakmt_core::device::{Error as DeviceError, Kfd};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::queue::params::QueuePriority;
 use hsakmt_core::uapi::{
-    _IOC_NR, AMDKFD_IOC_ALLOC_QUEUE_GWS, AMDKFD_IOC_CREATE_QUEUE, AMDKFD_IOC_DESTROY_QUEUE,
-    AMDKFD_IOC_GET_QUEUE_WAVE_STATE, AMDKFD_IOC_SET_CU_MASK, AMDKFD_IOC_SET_TRAP_HANDLER,
-    AMDKFD_IOC_UPDATE_QUEUE,
+    _IOC_NR, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_ALLOC_QUEUE_GWS, AMDKFD_IOC_CREATE_QUEUE,
+    AMDKFD_IOC_DESTROY_QUEUE, AMDKFD_IOC_GET_QUEUE_WAVE_STATE, AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+    AMDKFD_IOC_SET_CU_MASK, AMDKFD_IOC_SET_TRAP_HANDLER, AMDKFD_IOC_UPDATE_QUEUE,
 };
 use hsakmt_sim::{CpMode, IoctlFault, SimPlatform, Trigger};
 
@@ -40,7 +40,11 @@ fn create_fails_cleanly_and_then_succeeds() {
     with_big_stack(|| {
         let kfd = open();
         let node = gpu_nodes(&kfd)[0];
-        let buffers = kfd.platform().host_buffers();
+        // The first queue maps the node's doorbell page, which stays: count after it.
+        let warm = kfd.create_queue(&QueueDesc::new(node, QueueType::Sdma, 4096)).unwrap();
+        kfd.destroy_queue(warm.handle).unwrap();
+        let buffers = kfd.platform().buffer_count();
+        let objects = kfd.memory_usage().objects;
         for t in [QueueType::Compute, QueueType::ComputeAql, QueueType::Sdma] {
             for errno in [Errno::EINVAL, Errno::ENOMEM, Errno::ENOSPC, Errno::EIO] {
                 arm(&kfd, AMDKFD_IOC_CREATE_QUEUE, errno);
@@ -48,8 +52,9 @@ fn create_fails_cleanly_and_then_succeeds() {
                 ioctl_error(&e, "CREATE_QUEUE", errno);
                 assert_eq!(kfd.queue_count(), 0);
                 assert!(kfd.platform().queue_ids().is_empty());
+                assert_eq!(kfd.memory_usage().objects, objects);
                 assert_eq!(
-                    kfd.platform().host_buffers(),
+                    kfd.platform().buffer_count(),
                     buffers,
                     "{t:?}/{errno:?}: buffers freed"
                 );
@@ -61,7 +66,30 @@ fn create_fails_cleanly_and_then_succeeds() {
         arm(&kfd, AMDKFD_IOC_CREATE_QUEUE, Errno::EINTR);
         let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
         kfd.destroy_queue(info.handle).unwrap();
-        assert_eq!(kfd.platform().host_buffers(), buffers);
+        // Every buffer allocation and mapping of a PM4 queue (ring, pointers, EOP, context-save
+        // area) failing in turn: a typed memory error, nothing left.
+        for ioctl in [AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_MAP_MEMORY_TO_GPU] {
+            for nth in 1..=4 {
+                kfd.platform().inject(IoctlFault {
+                    nr: Some(_IOC_NR(ioctl)),
+                    errno: Errno::ENOMEM,
+                    trigger: Trigger::Nth(nth),
+                });
+                let e =
+                    kfd.create_queue(&QueueDesc::new(node, QueueType::Compute, 4096)).unwrap_err();
+                assert!(matches!(e, QueueError::Memory { .. }), "{e:?}");
+                assert_eq!(e.kind(), ErrorKind::OutOfResources);
+                assert_eq!(e.errno(), Some(Errno::ENOMEM));
+                assert_eq!(kfd.queue_count(), 0);
+                assert!(kfd.platform().queue_ids().is_empty());
+                assert_eq!(kfd.memory_usage().objects, objects, "{nth}");
+                assert_eq!(kfd.platform().buffer_count(), buffers, "{nth}");
+            }
+        }
+        kfd.platform().clear_faults();
+        let info = kfd.create_queue(&QueueDesc::new(node, QueueType::Compute, 4096)).unwrap();
+        kfd.destroy_queue(info.handle).unwrap();
+        assert_eq!(kfd.platform().buffer_count(), buffers);
     });
 }
 
@@ -136,12 +164,27 @@ fn random_faults_never_leak() {
     with_big_stack(|| {
         let kfd = open();
         let node = gpu_nodes(&kfd)[0];
-        let buffers = kfd.platform().host_buffers();
-        kfd.platform().inject(IoctlFault {
-            nr: None,
-            errno: Errno::ENOMEM,
-            trigger: Trigger::Probability { per_million: 300_000, seed: 42 },
-        });
+        let warm = kfd.create_queue(&QueueDesc::new(node, QueueType::Sdma, 4096)).unwrap();
+        kfd.destroy_queue(warm.handle).unwrap();
+        let buffers = kfd.platform().buffer_count();
+        // The queue ioctls and buffer allocation fail at random (freeing never does: a buffer
+        // the kernel refuses to free stays allocated, as in libhsakmt).
+        for (seed, ioctl) in [
+            AMDKFD_IOC_CREATE_QUEUE,
+            AMDKFD_IOC_DESTROY_QUEUE,
+            AMDKFD_IOC_UPDATE_QUEUE,
+            AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            kfd.platform().inject(IoctlFault {
+                nr: Some(_IOC_NR(ioctl)),
+                errno: Errno::ENOMEM,
+                trigger: Trigger::Probability { per_million: 150_000, seed: 42 + seed as u64 },
+            });
+        }
         let mut live = Vec::new();
         for i in 0..400u32 {
             let t = [QueueType::Compute, QueueType::ComputeAql, QueueType::Sdma][i as usize % 3];
@@ -173,6 +216,6 @@ fn random_faults_never_leak() {
         for h in live {
             kfd.destroy_queue(h).unwrap();
         }
-        assert_eq!(kfd.platform().host_buffers(), buffers);
+        assert_eq!(kfd.platform().buffer_count(), buffers);
     });
 }

@@ -7,9 +7,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use firmware_tests::queue_support::{
-    Signals, cpu_node, free_host_buffer, gpu_nodes, host_buffer, wait_until,
-};
+use firmware_tests::queue_support::{Signals, cpu_node, gpu_nodes, host_buffer, wait_until};
 use firmware_tests::with_big_stack;
 use hsakmt_core::device::queue::{
     Engine, QueueDesc, QueueError, QueueHandle, QueuePointers, QueueType, RingSpec, RingUpdate,
@@ -17,7 +15,7 @@ use hsakmt_core::device::queue::{
 };
 use hsakmt_core::device::{Error as DeviceError, Kfd};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
-use hsakmt_core::platform::{Ioctl, KfdDevice, SharedMemory, SysfsFile};
+use hsakmt_core::platform::{Ioctl, SharedMemory, SysfsFile};
 use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
 use hsakmt_core::queue::params::{QueueParamError, QueuePriority};
 use hsakmt_core::uapi::{
@@ -62,7 +60,10 @@ fn create_destroy_every_kind_in_every_order() {
         let kfd = open(CpMode::Step);
         let node = gpu_nodes(&kfd)[0];
         let kinds = [QueueType::Compute, QueueType::ComputeAql, QueueType::Sdma];
-        let regions = kfd.platform().host_buffers();
+        // The first queue on a node maps its doorbell page, which stays: count after it.
+        let warm = kfd.create_queue(&desc(node, QueueType::Sdma)).unwrap();
+        kfd.destroy_queue(warm.handle).unwrap();
+        let (buffers, objects) = (kfd.platform().buffer_count(), kfd.memory_usage().objects);
         // Every permutation of create order × destroy order.
         let perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
         for create in perms {
@@ -82,8 +83,9 @@ fn create_destroy_every_kind_in_every_order() {
                 assert!(kfd.platform().queue_ids().is_empty());
             }
         }
-        // 36 rounds, nothing left behind (only the doorbell page is not a host buffer).
-        assert_eq!(kfd.platform().host_buffers(), regions);
+        // 36 rounds, nothing left behind.
+        assert_eq!(kfd.platform().buffer_count(), buffers);
+        assert_eq!(kfd.memory_usage().objects, objects);
     });
 }
 
@@ -198,8 +200,8 @@ fn xgmi_and_engine_id_queues_copy_on_mi210() {
         let kfd = open_with(sim);
         let node = gpu_nodes(&kfd)[0];
         let sim = kfd.platform();
-        let src = host_buffer(sim, 1 << 20);
-        let dst = host_buffer(sim, 1 << 20);
+        let src = host_buffer(&kfd, 1 << 20);
+        let dst = host_buffer(&kfd, 1 << 20);
         for (i, w) in src.u64s().iter().enumerate() {
             w.store(i as u64 * 0x9E37_79B9, Ordering::Relaxed);
         }
@@ -244,7 +246,7 @@ fn ring_parameters_are_checked_before_the_ioctl() {
         let kfd = open(CpMode::Step);
         let node = gpu_nodes(&kfd)[0];
         let calls = kfd.platform().ioctl_calls(CREATE);
-        let ring = host_buffer(kfd.platform(), 4096);
+        let ring = host_buffer(&kfd, 4096);
         let addr = |address, size| RingSpec::Address { address, size };
         let cases = [
             (addr(ring.addr(), 3000), QueueParamError::RingSizeNotPowerOfTwo),
@@ -261,7 +263,7 @@ fn ring_parameters_are_checked_before_the_ioctl() {
         let e = kfd
             .create_queue(
                 &desc(node, QueueType::Sdma)
-                    .with_ring(RingSpec::Mapped { mapping: &ring, size: 8192 }),
+                    .with_ring(RingSpec::Mapped { mapping: &*ring, size: 8192 }),
             )
             .unwrap_err();
         assert_eq!(e, QueueError::RingOutsideMapping { ring_size: 8192, mapping_len: 4096 });
@@ -283,7 +285,7 @@ fn user_queue_buffer_validation() {
         let kfd = open(CpMode::Step);
         let node = gpu_nodes(&kfd)[0];
         let sim = kfd.platform();
-        let ring = host_buffer(sim, 4096);
+        let ring = host_buffer(&kfd, 4096);
         for t in [QueueType::Compute, QueueType::Sdma] {
             // Through the facade with a bare address: the kernel sees a 2-page ring on a 1-page
             // buffer.
@@ -304,7 +306,7 @@ fn user_queue_buffer_validation() {
             assert_eq!(kfd.queue_count(), 0);
         }
         // The kernel's own answer to a null ring (the facade refuses it earlier).
-        let pointers = host_buffer(sim, 4096);
+        let pointers = host_buffer(&kfd, 4096);
         for queue_type in [KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA] {
             let mut a = kfd_ioctl_create_queue_args {
                 ring_base_address: 0,
@@ -321,18 +323,46 @@ fn user_queue_buffer_validation() {
             assert_eq!(e, DeviceError::Ioctl { name: "CREATE_QUEUE", errno: Errno::EINVAL });
         }
         assert!(kfd.platform().queue_ids().is_empty());
-        // A live queue pins its ring: releasing it fails until the queue is gone.
+        // A live queue pins its ring in the kernel: unmapping or freeing it fails with EBUSY
+        // until the queue is gone (nobody holds a CPU view of this bare-address ring).
+        let ring_addr = ring.addr();
+        let mut ring = ring.alloc;
+        drop(ring.mapping.take());
+        for t in [QueueType::Compute, QueueType::Sdma] {
+            let info = kfd
+                .create_queue(
+                    &desc(node, t).with_ring(RingSpec::Address { address: ring_addr, size: 4096 }),
+                )
+                .unwrap();
+            let e = kfd.unmap_memory_from_gpu(ring_addr).unwrap_err();
+            assert_eq!(
+                e,
+                DeviceError::Ioctl { name: "UNMAP_MEMORY_FROM_GPU", errno: Errno::EBUSY }
+            );
+            let e = kfd.free_memory(ring_addr).unwrap_err();
+            assert!(
+                matches!(e, DeviceError::Ioctl { errno: Errno::EBUSY, .. }),
+                "{t:?}: freeing a live queue's ring: {e:?}"
+            );
+            kfd.destroy_queue(info.handle).unwrap();
+        }
+        let _ = sim;
+        // With a mapped ring the queue also holds a view: the library refuses first.
+        let mapped = host_buffer(&kfd, 4096);
         let info = kfd
             .create_queue(
                 &desc(node, QueueType::Sdma)
-                    .with_ring(RingSpec::Mapped { mapping: &ring, size: 4096 }),
+                    .with_ring(RingSpec::Mapped { mapping: &*mapped, size: 4096 }),
             )
             .unwrap();
-        assert_eq!(sim.release_va(ring.addr(), 4096), Err(Errno::EBUSY));
-        assert_eq!(sim.release_va(pointers.addr(), 4096), Ok(()), "unrelated memory is not pinned");
+        let addr = mapped.addr();
+        let e = kfd.free(mapped.alloc).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Busy, "{e:?}");
         kfd.destroy_queue(info.handle).unwrap();
-        assert!(!ring.is_shared(), "the queue dropped its clone of the ring");
-        free_host_buffer(sim, ring);
+        kfd.free_memory(addr).unwrap();
+        // After destruction the pinned ring goes too.
+        kfd.free(ring).unwrap();
+        kfd.free(pointers.alloc).unwrap();
     });
 }
 
@@ -340,7 +370,7 @@ fn aql_disable_and_resume(disable: RingUpdate, percentage: u32) {
     let kfd = open(CpMode::Step);
     let node = gpu_nodes(&kfd)[0];
     let sim = kfd.platform();
-    let flag = host_buffer(sim, 4096);
+    let flag = host_buffer(&kfd, 4096);
     let k = sim.register_kernel("set", |ctx| ctx.store_u64(ctx.kernarg_u64(0)?, 7));
     flag.u64s()[1].store(flag.addr(), Ordering::Relaxed);
     let info = kfd.create_queue(&desc(node, QueueType::ComputeAql)).unwrap();
@@ -380,7 +410,7 @@ fn pm4_queue_disabled_by_update_resumes() {
             let kfd = open(CpMode::Threaded);
             let node = gpu_nodes(&kfd)[0];
             let sim = kfd.platform();
-            let dst = host_buffer(sim, 4096);
+            let dst = host_buffer(&kfd, 4096);
             let info = kfd.create_queue(&desc(node, QueueType::Compute)).unwrap();
             let mut q = kfd.pm4_queue(info.handle).unwrap();
             q.submit(&write_data(dst.addr(), &[1, 2]), || {}).unwrap();
@@ -405,7 +435,7 @@ fn sdma_queue_disabled_by_null_ring_resumes() {
         let sim = kfd.platform();
         let info = kfd.create_queue(&desc(node, QueueType::Sdma)).unwrap();
         let mut q = kfd.sdma_queue(info.handle).unwrap();
-        let dst = host_buffer(sim, 4096);
+        let dst = host_buffer(&kfd, 4096);
         kfd.update_queue(info.handle, 100, QueuePriority::Normal, RingUpdate::Disable).unwrap();
         let t = q.fill(dst.addr(), 0xABCD, 4096, SdmaCompletion::Fence, || {}).unwrap();
         sim.run_until_idle();
@@ -582,13 +612,21 @@ fn close_destroys_remaining_queues() {
     with_big_stack(|| {
         let kfd = open(CpMode::Threaded);
         let node = gpu_nodes(&kfd)[0];
-        let regions = kfd.platform().host_buffers();
+        let objects = kfd.memory_usage().objects;
         let a = kfd.create_queue(&desc(node, QueueType::ComputeAql)).unwrap();
-        let _b = kfd.create_queue(&desc(node, QueueType::Sdma)).unwrap();
-        kfd.close().unwrap();
+        let b = kfd.create_queue(&desc(node, QueueType::Sdma)).unwrap();
+        assert!(kfd.memory_usage().objects > objects);
+        // A producer holds views of the queue's memory: the close refuses, destroying the
+        // queues but keeping the device open until the producer goes.
+        let p = kfd.sdma_queue(b.handle).unwrap();
+        assert!(kfd.close().is_err());
         assert!(kfd.platform().queue_ids().is_empty());
-        assert_eq!(kfd.platform().host_buffers(), regions, "the queues' buffers were freed");
+        assert_eq!(kfd.queue_count(), 0);
+        drop(p);
+        kfd.close().unwrap();
+        assert_eq!(kfd.open_count(), 0);
         kfd.open().unwrap();
+        assert_eq!(kfd.memory_usage().objects, objects);
         assert_eq!(kfd.queue_count(), 0);
         assert_eq!(kfd.queue_info(a.handle), Err(QueueError::InvalidHandle));
     });
@@ -606,7 +644,7 @@ fn destroy_waits_for_producers() {
         drop(q);
         kfd.destroy_queue(info.handle).unwrap();
         // A queue on caller pointers cannot get a producer.
-        let page = host_buffer(kfd.platform(), 4096);
+        let page = host_buffer(&kfd, 4096);
         let mut d = desc(node, QueueType::ComputeAql);
         d.pointers = QueuePointers::Caller { read: page.addr() + 128, write: page.addr() + 56 };
         let i = kfd.create_queue(&d).unwrap();
@@ -621,7 +659,7 @@ fn queue_errors_reach_the_payload_and_event() {
         let kfd = open(CpMode::Step);
         let node = gpu_nodes(&kfd)[0];
         let sim = kfd.platform();
-        let payload = Signals::new(sim, 1, 0);
+        let payload = Signals::new(&kfd, 1, 0);
         let mut d = desc(node, QueueType::ComputeAql);
         d.error.payload_address = payload.handle(0) + 8;
         d.error.event_id = 77;

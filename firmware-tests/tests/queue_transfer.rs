@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, wait_until};
+use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, vram, wait_until};
 use firmware_tests::with_big_stack;
 use hsakmt_core::device::Kfd;
 use hsakmt_core::device::queue::{QueueDesc, QueueType, SdmaCompletion};
@@ -53,11 +53,11 @@ fn large_copy(mode: CpMode) {
     let sim = kfd.platform();
     let node = gpu_nodes(&kfd)[0];
     let len = (64 << 20) + 12;
-    let src = host_buffer(sim, 65 << 20);
-    let dst = host_buffer(sim, 65 << 20);
+    let src = host_buffer(&kfd, 65 << 20);
+    let dst = host_buffer(&kfd, 65 << 20);
     pattern(&src, 7);
-    let signals = Signals::new(sim, 1, 1);
-    let mailbox = host_buffer(sim, 4096);
+    let signals = Signals::new(&kfd, 1, 1);
+    let mailbox = host_buffer(&kfd, 4096);
     signals.get(0).set_mailbox(Some(Mailbox { address: mailbox.addr() + 64, event_id: 33 }));
     let info = kfd.create_queue(&QueueDesc::new(node, QueueType::Sdma, 64 * 1024)).unwrap();
     let mut q = kfd.sdma_queue(info.handle).unwrap();
@@ -105,33 +105,43 @@ fn sdma_large_copy_step_mode() {
     with_big_stack(|| large_copy(CpMode::Step));
 }
 
-/// Copies between two GPUs' queues of one process: GPU 0's engine copies into a buffer, GPU 1's
-/// copies it on, each verified.
+/// host → VRAM of GPU 0 (CPU-invisible) → VRAM of GPU 1 (a peer buffer mapped on GPU 0) →
+/// host, every copy by GPU 0's engine, then the same back through GPU 1's engine; verified
+/// byte for byte. A copy from VRAM the engine's GPU has not mapped faults.
 #[test]
-fn sdma_copies_chain_across_gpus() {
+fn sdma_copies_host_vram_and_peer() {
     with_big_stack(|| {
         let kfd = open(CpMode::Threaded);
         let sim = kfd.platform();
         let nodes = gpu_nodes(&kfd);
-        let (a, b, c) =
-            (host_buffer(sim, 8 << 20), host_buffer(sim, 8 << 20), host_buffer(sim, 8 << 20));
-        pattern(&a, 99);
-        let q0 = kfd.create_queue(&QueueDesc::new(nodes[0], QueueType::Sdma, 4096)).unwrap();
-        let q1 = kfd.create_queue(&QueueDesc::new(nodes[1], QueueType::Sdma, 4096)).unwrap();
+        let (n0, n1) = (nodes[0], nodes[1]);
+        let len = 8u64 << 20;
+        let (src, out) = (host_buffer(&kfd, len), host_buffer(&kfd, len));
+        pattern(&src, 99);
+        let v0 = vram(&kfd, n0, len, false, &[n0]);
+        let v1 = vram(&kfd, n1, len, false, &[n0, n1]);
+        let q0 = kfd.create_queue(&QueueDesc::new(n0, QueueType::Sdma, 4096)).unwrap();
+        let q1 = kfd.create_queue(&QueueDesc::new(n1, QueueType::Sdma, 4096)).unwrap();
         let (mut p0, mut p1) =
             (kfd.sdma_queue(q0.handle).unwrap(), kfd.sdma_queue(q1.handle).unwrap());
-        for _ in 0..4 {
-            let t = p0
-                .copy(b.addr(), a.addr(), 8 << 20, SdmaCompletion::Fence, std::thread::yield_now)
-                .unwrap();
-            p0.wait(t, std::thread::yield_now);
-            let t = p1
-                .copy(c.addr(), b.addr(), 8 << 20, SdmaCompletion::Fence, std::thread::yield_now)
-                .unwrap();
-            p1.wait(t, std::thread::yield_now);
-            assert!(same(&a, 0, &c, 0, 8 << 20));
-            c.u64s().iter().for_each(|w| w.store(0, Ordering::Relaxed));
+        let y = std::thread::yield_now;
+        for (dst, from) in [(v0.addr, src.addr()), (v1.addr, v0.addr), (out.addr(), v1.addr)] {
+            let t = p0.copy(dst, from, len, SdmaCompletion::Fence, y).unwrap();
+            p0.wait(t, y);
         }
+        assert!(same(&src, 0, &out, 0, len as usize));
+        out.u64s().iter().for_each(|w| w.store(0, Ordering::Relaxed));
+        // GPU 1 reaches its own VRAM and host memory, but not GPU 0's VRAM.
+        let t = p1.copy(out.addr(), v1.addr, len, SdmaCompletion::Fence, y).unwrap();
+        p1.wait(t, y);
+        assert!(same(&src, 0, &out, 0, len as usize));
+        let _ = p1.copy(out.addr(), v0.addr, 4096, SdmaCompletion::Fence, y).unwrap();
+        wait_until(sim, T, "the fault", || sim.queue_fault(q1.queue_id).is_some());
+        let f = sim.queue_fault(q1.queue_id).unwrap();
+        assert_eq!(
+            (f.exception, f.address),
+            (hsakmt_core::uapi::EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(v0.addr))
+        );
     });
 }
 
@@ -145,7 +155,7 @@ fn sdma_trap_poll_and_fault() {
         let node = gpu_nodes(&kfd)[0];
         let info = kfd.create_queue(&QueueDesc::new(node, QueueType::Sdma, 4096)).unwrap();
         let mut q = kfd.sdma_queue(info.handle).unwrap();
-        let flag = host_buffer(sim, 4096);
+        let flag = host_buffer(&kfd, 4096);
         let poll = SdmaPacket::PollRegMem {
             addr: flag.addr(),
             reference: 5,
@@ -177,7 +187,7 @@ fn aql_ring_full_and_wrap_around() {
         let kfd = open(CpMode::Step);
         let sim = kfd.platform();
         let node = gpu_nodes(&kfd)[0];
-        let count = host_buffer(sim, 4096);
+        let count = host_buffer(&kfd, 4096);
         let k = sim
             .register_kernel("count", |ctx| ctx.atomic_add_u64(ctx.kernarg_u64(0)?, 1).map(|_| ()));
         count.u64s()[1].store(count.addr(), Ordering::Relaxed);
@@ -235,12 +245,12 @@ fn two_producers_one_queue() {
         let kfd = open(CpMode::Threaded);
         let sim = kfd.platform();
         let node = gpu_nodes(&kfd)[0];
-        let hits = host_buffer(sim, 4096 * 4);
+        let hits = host_buffer(&kfd, 4096 * 4);
         let k = sim.register_kernel("hit", |ctx| {
             let (base, i) = (ctx.kernarg_u64(0)?, ctx.kernarg_u64(1)?);
             ctx.atomic_add_u64(base + 8 * (i % 2048), 1).map(|_| ())
         });
-        let args = host_buffer(sim, 2 * 2048 * 16);
+        let args = host_buffer(&kfd, 2 * 2048 * 16);
         for i in 0..4096usize {
             args.u64s()[2 * i].store(hits.addr(), Ordering::Relaxed);
             args.u64s()[2 * i + 1].store(i as u64, Ordering::Relaxed);
@@ -248,7 +258,7 @@ fn two_producers_one_queue() {
         let info =
             kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 64 * 128)).unwrap();
         let q = kfd.aql_queue(info.handle).unwrap();
-        let done = Signals::new(sim, 1, 4096);
+        let done = Signals::new(&kfd, 1, 4096);
         std::thread::scope(|s| {
             for t in 0..2usize {
                 let (q, args, done) = (&q, &args, &done);

@@ -41,6 +41,11 @@ impl SimMapping {
         Self { memory, doorbell: None, clones: Arc::new(()) }
     }
 
+    /// The host memory behind the mapping.
+    pub(crate) fn memory(&self) -> &LinuxMapping {
+        &self.memory
+    }
+
     /// A doorbell page: writes through [`SharedMemory::ring_doorbell64`] (and `32`) reach
     /// `sink`, which wakes the simulated command processor.
     pub(crate) fn doorbell(memory: LinuxMapping, sink: Arc<dyn DoorbellSink>) -> Self {

@@ -1,6 +1,7 @@
 //! `hsakmt bench`: benchmarks of the real code paths, each reported next to a reference
 //! measured in the same run.
 
+mod memory;
 mod queue;
 mod stats;
 mod topology;
@@ -15,6 +16,9 @@ pub(crate) use stats::Samples;
 pub(crate) enum Group {
     /// Topology snapshot vs a plain read of the same files; in-memory parse.
     Topology,
+    /// Allocate + free pairs through the library over the simulator, and the library's own
+    /// share, next to the simulator's two ioctls.
+    Memory,
     /// AQL submission vs bare stores, dispatch latency and SDMA copies on the simulator.
     Queue,
 }
@@ -88,7 +92,7 @@ impl Row {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     let groups = if args.groups.is_empty() {
-        vec![Group::Topology, Group::Queue]
+        vec![Group::Topology, Group::Memory, Group::Queue]
     } else {
         args.groups.clone()
     };
@@ -96,6 +100,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     for g in groups {
         match g {
             Group::Topology => rows.extend(topology::run(args.scale)?),
+            Group::Memory => rows.extend(memory::run(args.scale)?),
             Group::Queue => rows.extend(queue::run(args.scale)?),
         }
     }

@@ -20,9 +20,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use hsakmt_core::device::Kfd;
 use hsakmt_core::device::queue::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
-use hsakmt_core::platform::{KfdDevice, SharedMemory};
+use hsakmt_core::device::{Kfd, MapNodes};
+use hsakmt_core::memory::MemFlags;
+use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier as AqlBarrier, KernelDispatch, PacketWords};
 use hsakmt_core::queue::signal::{Signal, SignalInit};
 use hsakmt_core::topology::NodeKind;
@@ -54,9 +55,19 @@ fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform>>, u32), String> {
     Ok((kfd, node))
 }
 
-fn buffer(sim: &SimPlatform, size: u64) -> Result<SimMapping, String> {
-    let addr = sim.reserve_va(None, size, 4096).map_err(|e| e.to_string())?;
-    sim.map_anonymous(addr, size).map_err(|e| e.to_string())
+/// Non-paged system memory on a CPU node, mapped on every GPU, with its CPU view.
+fn buffer(kfd: &Kfd<SimPlatform>, size: u64) -> Result<SimMapping, String> {
+    let cpu = kfd
+        .with_topology(|t| {
+            t.nodes().find(|n| n.node().kind() == NodeKind::Cpu).and_then(|n| n.node().user_id())
+        })
+        .map_err(|e| e.to_string())?
+        .ok_or("the simulated machine has no CPU node")?;
+    let a = kfd
+        .alloc_memory(cpu, size, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS)
+        .map_err(|e| e.to_string())?;
+    kfd.map_memory_to_gpu(a.addr, MapNodes::All).map_err(|e| e.to_string())?;
+    a.mapping.ok_or_else(|| "host memory without a CPU view".to_string())
 }
 
 fn aql(kfd: &Kfd<SimPlatform>, node: u32, slots: u64) -> Result<AqlQueue<SimMapping>, String> {
@@ -241,7 +252,7 @@ fn dispatch_complete(scale: f64) -> Result<Row, String> {
     let (kfd, node) = open(CpMode::Threaded)?;
     let sim = kfd.platform();
     let k = sim.register_kernel("empty", |_| Ok(()));
-    let sig = buffer(sim, 4096)?;
+    let sig = buffer(&kfd, 4096)?;
     let s = Signal::new(&sig, 0).map_err(|e| e.to_string())?;
     s.init(&SignalInit::User { value: 1, mailbox: None });
     let q = aql(&kfd, node, 1024)?;
@@ -294,8 +305,7 @@ fn sdma_copy(scale: f64) -> Result<Row, String> {
     const BYTES: u64 = 64 << 20;
     let reps = ((20.0 * scale) as usize).clamp(3, 1000);
     let (kfd, node) = open(CpMode::Threaded)?;
-    let sim = kfd.platform();
-    let (src, dst) = (buffer(sim, BYTES)?, buffer(sim, BYTES)?);
+    let (src, dst) = (buffer(&kfd, BYTES)?, buffer(&kfd, BYTES)?);
     for (i, w) in src.u64s().iter().enumerate() {
         w.store(i as u64 ^ 0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
     }

@@ -337,6 +337,7 @@ impl GpuModel {
             qid
         };
         pqm.qids.insert(qid, f.gpu_id);
+        self.cp.vm.set_live_queues(u32::try_from(pqm.qids.len()).unwrap_or(u32::MAX));
         pqm.doorbells.entry(f.gpu_id).or_default().insert(index);
         if let QueueKind::Sdma { engine } = kind {
             *pqm.sdma.entry((f.gpu_id, engine)).or_default() += 1;
@@ -372,6 +373,7 @@ impl GpuModel {
     fn remove(&self, qid: u32) -> Result<(), Errno> {
         let mut pqm = lock(&self.pqm);
         let gpu = pqm.qids.remove(&qid).ok_or(Errno::EINVAL)?;
+        self.cp.vm.set_live_queues(u32::try_from(pqm.qids.len()).unwrap_or(u32::MAX));
         pqm.cu_masks.remove(&qid);
         if pqm.gws.get(&gpu) == Some(&qid) {
             pqm.gws.remove(&gpu);

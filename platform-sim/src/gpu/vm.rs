@@ -6,14 +6,19 @@
 //! clone of its mapping — which keeps the memory alive while the command processor uses it.
 //! An address that resolves to nothing is what a GPU page fault is.
 
+#[cfg(test)]
 use std::collections::BTreeMap;
 use std::fmt;
+#[cfg(test)]
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU32, AtomicU64};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_linux::LinuxMapping;
+
+use crate::kfd::memory::Memory;
 
 /// A resolved range of GPU virtual addresses: `len` bytes at `addr`, inside one live mapping.
 ///
@@ -112,25 +117,88 @@ pub(crate) trait GpuVm: Send + Sync + fmt::Debug {
 
     /// Drops one pin taken by [`GpuVm::queue_buffer_get`].
     fn queue_buffer_put(&self, pin: Pin);
+
+    /// The process now has `n` queues (XNACK mode cannot change while it has any).
+    fn set_live_queues(&self, n: u32) {
+        let _ = n;
+    }
+}
+
+/// [`GpuVm`] over the simulated kernel's buffer objects: a range resolves when it lies inside
+/// one buffer mapped on the GPU; pins are the buffers' queue reference counts (which make
+/// `FREE_MEMORY_OF_GPU` and `UNMAP_MEMORY_FROM_GPU` fail with `EBUSY`).
+#[derive(Debug)]
+pub(crate) struct BoVm {
+    memory: Arc<Mutex<Memory>>,
+}
+
+impl BoVm {
+    pub(crate) fn new(memory: Arc<Mutex<Memory>>) -> Self {
+        BoVm { memory }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl GpuVm for BoVm {
+    fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
+        let (mapping, offset) = self.lock().resolve(gpu_id, va, len).ok()?;
+        MemRange::new(
+            mapping.memory().clone(),
+            usize::try_from(offset).ok()?,
+            usize::try_from(len).ok()?,
+        )
+    }
+
+    fn queue_buffer_get(&self, gpu_id: u32, va: u64, expected: u64) -> Result<Pin, Errno> {
+        let mut m = self.lock();
+        let handle = m.buffer_at(va).ok_or(Errno::EINVAL)?;
+        let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+        // amdgpu_vm_bo_lookup_mapping: the buffer must be mapped in this GPU's VM.
+        if !bo.mapped.contains(&gpu_id) {
+            return Err(Errno::EINVAL);
+        }
+        let pages = expected / GPU_PAGE;
+        if va / GPU_PAGE != bo.va / GPU_PAGE || (pages != 0 && bo.size.div_ceil(GPU_PAGE) != pages)
+        {
+            return Err(Errno::EINVAL);
+        }
+        bo.queue_pins += 1;
+        Ok(Pin(handle))
+    }
+
+    fn queue_buffer_put(&self, pin: Pin) {
+        if let Some(bo) = self.lock().bos.get_mut(&pin.0) {
+            bo.queue_pins = bo.queue_pins.saturating_sub(1);
+        }
+    }
+
+    fn set_live_queues(&self, n: u32) {
+        self.lock().live_queues = n;
+    }
 }
 
 /// GPU page size of the checks (`AMDGPU_GPU_PAGE_SIZE`).
 pub(crate) const GPU_PAGE: u64 = 4096;
 
+#[cfg(test)]
 #[derive(Debug)]
 struct Region {
     mapping: LinuxMapping,
     pins: u32,
 }
 
-/// The memory model until the simulator's buffer-object model takes over: every anonymous
-/// mapping the platform made (host memory for queue buffers and test data) is a buffer mapped
-/// on every GPU. Entries leave when their address range is released.
+/// A stand-alone memory model for unit tests: every recorded host mapping is a buffer mapped
+/// on every GPU.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct HostVm {
     regions: RwLock<BTreeMap<u64, Region>>,
 }
 
+#[cfg(test)]
 impl HostVm {
     /// Records a new mapping.
     pub(crate) fn add(&self, mapping: LinuxMapping) {
@@ -164,6 +232,7 @@ impl HostVm {
     }
 }
 
+#[cfg(test)]
 impl GpuVm for HostVm {
     fn resolve(&self, _gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
         let r = self.regions.read().unwrap_or_else(PoisonError::into_inner);

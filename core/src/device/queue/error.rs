@@ -92,8 +92,8 @@ pub enum QueueError {
     Memory {
         /// Which buffer.
         what: &'static str,
-        /// The platform's or kernel's errno.
-        errno: Errno,
+        /// The memory manager's error.
+        error: DeviceError,
     },
     /// A ring operation failed (building a producer over invalid memory, ring full).
     Ring(RingError),
@@ -128,8 +128,8 @@ impl fmt::Display for QueueError {
             Self::Busy => f.write_str("a producer or buffer view of the queue is still alive"),
             Self::NoContextSaveArea => f.write_str("the queue has no context-save area"),
             Self::NoGws { node } => write!(f, "node {node} has no GWS resources"),
-            Self::Memory { what, errno } => {
-                write!(f, "cannot allocate the queue's {what}: {errno}")
+            Self::Memory { what, error } => {
+                write!(f, "cannot allocate the queue's {what}: {error}")
             }
             Self::Ring(e) => e.fmt(f),
             Self::Sdma(e) => e.fmt(f),
@@ -153,7 +153,7 @@ impl Error for QueueError {
             Self::InvalidHandle => ErrorKind::InvalidHandle,
             Self::TooManyQueues { .. } => ErrorKind::CapacityExhausted,
             Self::Busy => ErrorKind::Busy,
-            Self::Memory { errno, .. } => match errno.kind() {
+            Self::Memory { error, .. } => match error.kind() {
                 ErrorKind::InvalidArgument => ErrorKind::OutOfResources,
                 k => k,
             },
@@ -194,9 +194,11 @@ impl QueueError {
     #[must_use]
     pub fn errno(&self) -> Option<Errno> {
         match self {
-            Self::Device(DeviceError::Ioctl { errno, .. }) | Self::Memory { errno, .. } => {
-                Some(*errno)
-            }
+            Self::Device(DeviceError::Ioctl { errno, .. } | DeviceError::Platform(errno))
+            | Self::Memory {
+                error: DeviceError::Ioctl { errno, .. } | DeviceError::Platform(errno),
+                ..
+            } => Some(*errno),
             _ => None,
         }
     }

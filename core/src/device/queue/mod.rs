@@ -55,9 +55,12 @@ use crate::uapi::{
     kfd_ioctl_set_trap_handler_args, kfd_ioctl_update_queue_args,
 };
 
-use super::Kfd;
+use super::memory::MemoryStorage;
+use super::{Error as DeviceError, Kfd, MapNodes};
+use crate::error::Errno;
 use backing::{Placement, QueueBuffer, page_round};
-use doorbell::{DoorbellPage, DoorbellPages, doorbell_location};
+use doorbell::{DoorbellMapping, DoorbellPage, DoorbellPages, doorbell_location};
+use producer::ProducerToken;
 use table::{Table, TableError};
 
 pub use error::{Engine, QueueError};
@@ -74,6 +77,8 @@ pub const WRITE_POINTER_OFFSET: usize = AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET;
 pub const READ_POINTER_OFFSET: usize = AMD_QUEUE_READ_DISPATCH_ID_OFFSET;
 /// Byte offset of an SDMA queue's completion fence (a `u32`) in its pointers page.
 pub const SDMA_FENCE_OFFSET: usize = 256;
+/// Byte offset of the count of live producer objects (a `u32`) in a queue's pointers page.
+pub(crate) const PRODUCERS_OFFSET: usize = 264;
 
 /// What kind of queue to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -332,6 +337,8 @@ pub struct QueueWaveState {
 #[derive(Debug, Clone, Copy)]
 struct NodeFacts {
     node: u32,
+    /// The CPU node nearest the GPU (system memory for the queue's buffers).
+    host: Option<u32>,
     index: usize,
     gpu_id: u32,
     queue: QueueNodeFacts,
@@ -362,10 +369,12 @@ impl<M> Parts<M> {
 }
 
 impl<M: SharedMemory> Parts<M> {
-    fn is_shared(&self) -> bool {
-        [&self.ring, &self.pointers, &self.eop, &self.cwsr]
-            .iter()
-            .any(|b| b.as_ref().is_some_and(QueueBuffer::is_shared))
+    /// Whether a producer object of the queue is alive.
+    fn has_producers(&self) -> bool {
+        self.pointers
+            .as_ref()
+            .and_then(QueueBuffer::mapping)
+            .is_some_and(|m| ProducerToken::count(m) > 0)
     }
 }
 
@@ -388,9 +397,8 @@ impl<M: SharedMemory> QueueRecord<M> {
     fn ring_view(&self) -> Option<M> {
         let exact =
             |m: &M| m.addr() == self.info.ring_address && m.len() as u64 == self.info.ring_size;
-        match (&self.parts.ring, &self.user_ring) {
-            (Some(b), _) if exact(&b.mapping) => Some(b.mapping.clone()),
-            (_, Some(m)) if exact(m) => Some(m.clone()),
+        match (self.parts.ring.as_ref().and_then(QueueBuffer::mapping), &self.user_ring) {
+            (Some(m), _) | (None, Some(m)) if exact(m) => Some(m.clone()),
             _ => None,
         }
     }
@@ -437,7 +445,7 @@ fn init_aql_ring<M: SharedMemory>(ring: &M, size: u64) {
     }
 }
 
-impl<P: Platform> Kfd<P> {
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     fn node_facts(&self, node: u32) -> Result<NodeFacts, QueueError> {
         self.with_topology(|t| {
             let v = t.node_by_user_id(node).ok_or(QueueError::InvalidNode(node))?;
@@ -451,8 +459,10 @@ impl<P: Platform> Kfd<P> {
                 .ok_or(QueueError::IncompleteNode { node, what: "gpu_id" })?;
             let g = n.gfx().ok_or(QueueError::IncompleteNode { node, what: "gfx version" })?;
             let p = n.properties();
+            let host = t.nearest_cpu(v.index()).and_then(|(i, _)| t.node(i)?.node().user_id());
             Ok(NodeFacts {
                 node,
+                host,
                 index: v.index(),
                 gpu_id,
                 queue: QueueNodeFacts {
@@ -500,33 +510,49 @@ impl<P: Platform> Kfd<P> {
         Ok(())
     }
 
+    /// Frees a queue's buffers; a buffer the memory manager refuses to free (a caller holds
+    /// a view) stays with it, to go when the device closes.
     fn free_parts(&self, parts: Parts<P::Mapping>) -> bool {
         let mut all = true;
         for b in [parts.ring, parts.pointers, parts.eop, parts.cwsr].into_iter().flatten() {
-            if let Err((b, _)) = self.queue_buffer_free(b) {
-                // A caller still holds a view: leave the memory mapped (the view keeps it
-                // valid) rather than releasing address space under it.
-                drop(b.mapping);
-                all = false;
-            }
+            all &= self.queue_buffer_free(b).is_ok();
         }
         all
     }
 
+    /// The node's doorbell page, mapped at the first queue on it: a doorbell buffer mapped for
+    /// the CPU at the page's mmap offset and on the GPU (libhsakmt's dGPU path), or — when the
+    /// memory manager has no aperture for it — a plain mapping of `/dev/kfd` (the APU path).
     fn doorbell_page(&self, f: &NodeFacts, mmap_offset: u64) -> Result<P::Mapping, QueueError> {
+        let fail = |error| QueueError::Memory { what: "doorbell page", error };
         if let Some(p) = self.queues.lock().doorbells.get(f.index, mmap_offset) {
-            return Ok(p.mapping.clone());
+            return p.mapping.view().cloned().ok_or(fail(DeviceError::Platform(Errno::EFAULT)));
         }
         let size = doorbell_page_size(f.gfx());
-        let mapping = self
-            .platform()
-            .map_kfd(mmap_offset, size, None, Access::ReadWrite)
-            .map_err(|errno| QueueError::Memory { what: "doorbell page", errno })?;
-        self.queues
-            .lock()
-            .doorbells
-            .insert(f.index, DoorbellPage { mmap_offset, mapping })
-            .ok_or(QueueError::IncompleteNode { node: f.node, what: "node index" })
+        let mapping = match self.alloc_doorbell(f.node, size, mmap_offset) {
+            Ok(a) => {
+                if let Err(e) = self.map_memory_to_gpu(a.addr, MapNodes::Only(&[f.node])) {
+                    let _ = self.free(a);
+                    return Err(fail(e));
+                }
+                DoorbellMapping::Buffer(a)
+            }
+            Err(DeviceError::Memory(crate::memory::Error::NotSupported)) => {
+                let m = self
+                    .platform()
+                    .map_kfd(mmap_offset, size, None, Access::ReadWrite)
+                    .map_err(|e| fail(DeviceError::Platform(e)))?;
+                DoorbellMapping::Plain(m)
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        let page = DoorbellPage { mmap_offset, mapping };
+        let (view, lost) = self.queues.lock().doorbells.insert(f.index, page);
+        if let Some(DoorbellMapping::Buffer(a)) = lost {
+            // Another thread mapped the page first (or an old one was left): free ours.
+            let _ = self.free(a);
+        }
+        view.ok_or(QueueError::IncompleteNode { node: f.node, what: "node index" })
     }
 
     /// Creates a queue (`hsaKmtCreateQueueExt`): checks the node and the parameters the way
@@ -606,11 +632,12 @@ impl<P: Platform> Kfd<P> {
     ) -> Result<(QueueInfo, QueueRecord<P::Mapping>), QueueError> {
         let kind = desc.queue_type.kind();
         let gpu = f.gpu_id;
+        let (node, host) = (f.node, f.host);
         let mut user_ring = None;
         let (ring_address, ring_size) = match desc.ring {
             RingSpec::Allocate { size } => {
-                let b = self.queue_buffer_alloc(gpu, size, Placement::System, "ring")?;
-                let r = (b.addr, b.size);
+                let b = self.queue_buffer_alloc(node, host, size, Placement::System, "ring")?;
+                let r = (b.addr(), b.size());
                 parts.ring = Some(b);
                 r
             }
@@ -622,44 +649,38 @@ impl<P: Platform> Kfd<P> {
         };
         let (read_pointer, write_pointer) = match desc.pointers {
             QueuePointers::Library => {
-                let b = self.queue_buffer_alloc(gpu, 4096, Placement::System, "pointers page")?;
-                let r = (b.addr + READ_POINTER_OFFSET as u64, b.addr + WRITE_POINTER_OFFSET as u64);
+                let what = "pointers page";
+                let b =
+                    self.queue_buffer_alloc(node, host, 4096, Placement::SystemUncached, what)?;
+                let base = b.addr();
                 parts.pointers = Some(b);
-                r
+                (base + READ_POINTER_OFFSET as u64, base + WRITE_POINTER_OFFSET as u64)
             }
             QueuePointers::Caller { read, write } => (read, write),
         };
         let eop_size = u64::from(eop_buffer_size(f.gfx(), kind));
         if eop_size > 0 {
-            parts.eop =
-                Some(self.queue_buffer_alloc(gpu, eop_size, Placement::Vram, "EOP buffer")?);
+            let b = self.queue_buffer_alloc(node, host, eop_size, Placement::Vram, "EOP buffer")?;
+            parts.eop = Some(b);
         }
         if let Some(s) = sizes {
-            let b = self.queue_buffer_alloc(
-                gpu,
-                s.alloc_size(),
-                Placement::System,
-                "context-save area",
-            )?;
-            write_context_save_headers(
-                &b.mapping,
-                0,
-                &s,
-                desc.error.event_id,
-                desc.error.payload_address,
-            )
-            .map_err(|errno| QueueError::Memory { what: "context-save area", errno })?;
+            let what = "context-save area";
+            let b = self.queue_buffer_alloc(node, host, s.alloc_size(), Placement::System, what)?;
+            let (event, payload) = (desc.error.event_id, desc.error.payload_address);
+            let written = b.mapping().map_or(Err(Errno::EFAULT), |m| {
+                write_context_save_headers(m, 0, &s, event, payload)
+            });
             parts.cwsr = Some(b);
+            written.map_err(|e| QueueError::Memory { what, error: DeviceError::Platform(e) })?;
         }
         if desc.queue_type == QueueType::ComputeAql {
-            match (&parts.ring, &user_ring) {
-                (Some(b), _) => init_aql_ring(&b.mapping, ring_size),
-                (None, Some(m)) => init_aql_ring(m, ring_size),
+            match (parts.ring.as_ref().and_then(QueueBuffer::mapping), &user_ring) {
+                (Some(m), _) | (None, Some(m)) => init_aql_ring(m, ring_size),
                 _ => {}
             }
         }
-        let (eop_address, eop_len) = parts.eop.as_ref().map_or((0, 0), |b| (b.addr, eop_size));
-        let ctx_address = parts.cwsr.as_ref().map_or(0, |b| b.addr);
+        let (eop_address, eop_len) = parts.eop.as_ref().map_or((0, 0), |b| (b.addr(), eop_size));
+        let ctx_address = parts.cwsr.as_ref().map_or(0, QueueBuffer::addr);
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_address,
             write_pointer_address: write_pointer,
@@ -733,7 +754,7 @@ impl<P: Platform> Kfd<P> {
         self.check_open()?;
         let record = {
             let mut q = self.queues.lock();
-            if q.table.get(handle)?.parts.is_shared() {
+            if q.table.get(handle)?.parts.has_producers() {
                 return Err(QueueError::Busy);
             }
             q.table.take(handle)?
@@ -938,26 +959,31 @@ impl<P: Platform> Kfd<P> {
     /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for a non-AQL queue or one
     /// whose ring or pointers the library has no exact mapping of.
     pub fn aql_queue(&self, handle: QueueHandle) -> Result<AqlQueue<P::Mapping>, QueueError> {
-        let (mem, queue_id) = {
+        let (mem, queue_id, token) = {
             let q = self.queues.lock();
             let r = q.table.get(handle)?;
             if r.info.queue_type != QueueType::ComputeAql {
                 return Err(QueueError::WrongQueueKind);
             }
             let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
-            let pointers = r.parts.pointers.as_ref().ok_or(QueueError::WrongQueueKind)?;
+            let pointers = r
+                .parts
+                .pointers
+                .as_ref()
+                .and_then(QueueBuffer::mapping)
+                .ok_or(QueueError::WrongQueueKind)?;
             let mem = AqlRingMemory {
                 ring,
-                indices: pointers.mapping.clone(),
+                indices: pointers.clone(),
                 write_index_offset: WRITE_POINTER_OFFSET,
                 read_index_offset: READ_POINTER_OFFSET,
                 doorbell: r.doorbell.clone(),
                 doorbell_offset: r.doorbell_offset,
             };
-            (mem, r.info.queue_id)
+            (mem, r.info.queue_id, ProducerToken::new(pointers.clone()))
         };
         let ring = AqlProducer::new(SharedAqlCells::new(mem)?)?;
-        Ok(AqlQueue::new(handle, queue_id, ring))
+        Ok(AqlQueue::new(handle, queue_id, ring, token))
     }
 
     /// The producer of a PM4 compute queue.
@@ -972,12 +998,17 @@ impl<P: Platform> Kfd<P> {
             return Err(QueueError::WrongQueueKind);
         }
         let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
-        let pointers = r.parts.pointers.as_ref().ok_or(QueueError::WrongQueueKind)?;
+        let pointers = r
+            .parts
+            .pointers
+            .as_ref()
+            .and_then(QueueBuffer::mapping)
+            .ok_or(QueueError::WrongQueueKind)?;
         Ok(Pm4Queue::new(
             handle,
             r.info.queue_id,
             ring,
-            pointers.mapping.clone(),
+            pointers.clone(),
             READ_POINTER_OFFSET,
             WRITE_POINTER_OFFSET,
             r.doorbell.clone(),
@@ -999,10 +1030,15 @@ impl<P: Platform> Kfd<P> {
                 return Err(QueueError::WrongQueueKind);
             }
             let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
-            let pointers = r.parts.pointers.as_ref().ok_or(QueueError::WrongQueueKind)?;
+            let pointers = r
+                .parts
+                .pointers
+                .as_ref()
+                .and_then(QueueBuffer::mapping)
+                .ok_or(QueueError::WrongQueueKind)?;
             let mem = SdmaRingMemory {
                 ring,
-                pointers: pointers.mapping.clone(),
+                pointers: pointers.clone(),
                 rptr_offset: READ_POINTER_OFFSET,
                 wptr_offset: WRITE_POINTER_OFFSET,
                 doorbell: r.doorbell.clone(),
@@ -1031,7 +1067,12 @@ impl<P: Platform> Kfd<P> {
             self.free_parts(record.parts);
             self.queues.lock().table.release(*h);
         }
-        self.queues.lock().doorbells.clear();
+        let pages = self.queues.lock().doorbells.take_all();
+        for p in pages.into_iter().flatten() {
+            if let DoorbellMapping::Buffer(a) = p.mapping {
+                let _ = self.free(a);
+            }
+        }
     }
 
     /// Forgets every queue without telling the kernel (a forked child's view of its parent's

@@ -17,7 +17,43 @@ use crate::queue::ring::{AqlRing, Reservation, RingError, SharedAqlCells, Single
 use crate::queue::sdma::{SdmaError, SdmaLimits, SdmaPacket, SdmaRing};
 use crate::queue::signal::{Mailbox, VALUE_OFFSET};
 
-use super::{QueueError, QueueHandle};
+use super::{PRODUCERS_OFFSET, QueueError, QueueHandle};
+
+/// Counts a queue's live producer objects in a word of its pointers page (a word the packet
+/// processor never touches), so the queue can refuse destruction while one exists — without
+/// a lock or an allocation. Created under the queue table's lock; dropped anywhere.
+#[derive(Debug)]
+pub(crate) struct ProducerToken<M: SharedMemory> {
+    page: M,
+}
+
+impl<M: SharedMemory> ProducerToken<M> {
+    pub(crate) fn new(page: M) -> Self {
+        if let Some(w) = page.u32s().get(PRODUCERS_OFFSET / 4) {
+            w.fetch_add(1, Ordering::AcqRel);
+        }
+        ProducerToken { page }
+    }
+
+    /// Live producers of the queue whose pointers page is `page`.
+    pub(crate) fn count(page: &M) -> u32 {
+        page.u32s().get(PRODUCERS_OFFSET / 4).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+}
+
+impl<M: SharedMemory> Clone for ProducerToken<M> {
+    fn clone(&self) -> Self {
+        Self::new(self.page.clone())
+    }
+}
+
+impl<M: SharedMemory> Drop for ProducerToken<M> {
+    fn drop(&mut self) {
+        if let Some(w) = self.page.u32s().get(PRODUCERS_OFFSET / 4) {
+            w.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
 
 /// A multi-producer AQL queue: any number of threads may submit through `&self`.
 ///
@@ -29,11 +65,17 @@ pub struct AqlQueue<M: SharedMemory> {
     handle: QueueHandle,
     queue_id: u32,
     ring: AqlRing<M>,
+    token: ProducerToken<M>,
 }
 
 impl<M: SharedMemory> AqlQueue<M> {
-    pub(crate) fn new(handle: QueueHandle, queue_id: u32, ring: AqlRing<M>) -> Self {
-        AqlQueue { handle, queue_id, ring }
+    pub(crate) fn new(
+        handle: QueueHandle,
+        queue_id: u32,
+        ring: AqlRing<M>,
+        token: ProducerToken<M>,
+    ) -> Self {
+        AqlQueue { handle, queue_id, ring, token }
     }
 
     /// The queue this producer submits to.
@@ -116,6 +158,7 @@ impl<M: SharedMemory> AqlQueue<M> {
             handle: self.handle,
             queue_id: self.queue_id,
             ring: SingleProducer::new(cells)?,
+            _token: self.token.clone(),
         })
     }
 }
@@ -129,6 +172,7 @@ pub struct SingleAqlQueue<M: SharedMemory> {
     handle: QueueHandle,
     queue_id: u32,
     ring: SingleProducer<SharedAqlCells<M>>,
+    _token: ProducerToken<M>,
 }
 
 impl<M: SharedMemory> SingleAqlQueue<M> {
@@ -197,6 +241,7 @@ pub struct Pm4Queue<M: SharedMemory> {
     doorbell_offset: usize,
     wptr: u64,
     size: u64,
+    _token: ProducerToken<M>,
 }
 
 impl<M: SharedMemory> Pm4Queue<M> {
@@ -213,7 +258,9 @@ impl<M: SharedMemory> Pm4Queue<M> {
     ) -> Self {
         let wptr = pointers.u64s().get(write_offset / 8).map_or(0, |w| w.load(Ordering::Acquire));
         let size = (ring.len() / 4) as u64;
+        let _token = ProducerToken::new(pointers.clone());
         Pm4Queue {
+            _token,
             handle,
             queue_id,
             ring,
@@ -322,6 +369,7 @@ pub struct SdmaQueue<M: SharedMemory> {
     fence: M,
     fence_offset: usize,
     next: u32,
+    _token: ProducerToken<M>,
 }
 
 /// Packets per ring submission when a copy is split: at most a quarter of the ring.
@@ -343,7 +391,8 @@ impl<M: SharedMemory> SdmaQueue<M> {
             .get(fence_offset / 4)
             .map_or(0, |w| w.load(Ordering::Acquire))
             .wrapping_add(1);
-        SdmaQueue { handle, queue_id, ring, fence, fence_offset, next }
+        let _token = ProducerToken::new(fence.clone());
+        SdmaQueue { handle, queue_id, ring, fence, fence_offset, next, _token }
     }
 
     /// The queue this producer submits to.
