@@ -16,6 +16,7 @@
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
 //! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
 //!   generation-checked table of memory objects.
+//! - [`event`]: the event table, wait sets, exception data and the callback registry.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
 #![no_std]
@@ -31,6 +32,7 @@ extern crate std;
 
 pub mod device;
 pub mod error;
+pub mod event;
 pub mod memory;
 pub mod platform;
 pub mod topology;

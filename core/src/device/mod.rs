@@ -7,6 +7,7 @@
 //! `Kfd` is large (the topology snapshot alone is a few hundred KiB; tables grow with their
 //! capacities): keep it in a `static`, a `Box`, or a thread with a large stack.
 
+mod event;
 mod session;
 
 use core::fmt;
@@ -17,6 +18,11 @@ use crate::topology::{self, MIN_READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
 use session::{Session, Usability};
+
+pub use event::{
+    CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,
+    EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalWaited,
+};
 
 /// How many times an ioctl interrupted by a signal (`EINTR`, `EAGAIN`) is issued again before
 /// the error is returned.
@@ -70,6 +76,8 @@ pub enum Error {
     },
     /// The topology could not be read.
     Topology(topology::Error),
+    /// An event operation failed in the library's bookkeeping (stale handle, full table, …).
+    Event(crate::event::Error),
 }
 
 impl fmt::Display for Error {
@@ -93,6 +101,7 @@ impl fmt::Display for Error {
             ),
             Self::Ioctl { name, errno } => write!(f, "AMDKFD_IOC_{name} failed: {errno}"),
             Self::Topology(e) => e.fmt(f),
+            Self::Event(e) => e.fmt(f),
         }
     }
 }
@@ -106,6 +115,7 @@ impl crate::error::Error for Error {
             Self::NotSupported { .. } => ErrorKind::NotSupported,
             Self::Ioctl { errno, .. } => errno.kind(),
             Self::Topology(e) => e.kind(),
+            Self::Event(e) => e.kind(),
         }
     }
 }
@@ -118,6 +128,12 @@ impl From<topology::Error> for Error {
     }
 }
 
+impl From<crate::event::Error> for Error {
+    fn from(e: crate::event::Error) -> Self {
+        Self::Event(e)
+    }
+}
+
 /// The KFD device facade over platform `P`.
 pub struct Kfd<P: Platform> {
     platform: P,
@@ -125,6 +141,7 @@ pub struct Kfd<P: Platform> {
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
     topology: spin::RwLock<Topology>,
+    events: event::Events<P::Mapping>,
 }
 
 impl<P: Platform> fmt::Debug for Kfd<P> {
@@ -144,6 +161,7 @@ impl<P: Platform> Kfd<P> {
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
+            events: event::Events::new(),
         }
     }
 
@@ -169,6 +187,7 @@ impl<P: Platform> Kfd<P> {
                 // The parent's descriptor and mappings are not ours; forget them.
                 self.platform.close();
                 self.session.reset();
+                self.events.forget();
             }
             Usability::Closed => {}
         }
@@ -207,6 +226,9 @@ impl<P: Platform> Kfd<P> {
     pub fn close(&self) -> Result<(), Error> {
         let _guard = self.lifecycle.lock();
         self.check_open()?;
+        if self.session.count() == 1 {
+            self.teardown_events();
+        }
         if self.session.close() == 0 {
             self.platform.close();
         }
@@ -282,17 +304,21 @@ impl<P: Platform> Kfd<P> {
             match self.platform.ioctl(request) {
                 Ok(()) => return Ok(()),
                 Err(e) if e.is_retryable() && tries < IOCTL_RETRIES => tries += 1,
-                Err(Errno::EBADF) if self.session.count() > 0 => {
-                    return Err(
-                        if self.session.usability(self.platform.process_id()) == Usability::Open {
-                            Error::Ioctl { name: request.name(), errno: Errno::EBADF }
-                        } else {
-                            Error::ForkedChild
-                        },
-                    );
-                }
-                Err(errno) => return Err(Error::Ioctl { name: request.name(), errno }),
+                Err(errno) => return Err(self.ioctl_failure(request.name(), errno)),
             }
+        }
+    }
+
+    /// The error for ioctl `name` failing with `errno`: `EBADF` in a forked child is
+    /// [`Error::ForkedChild`].
+    fn ioctl_failure(&self, name: &'static str, errno: Errno) -> Error {
+        if errno == Errno::EBADF
+            && self.session.count() > 0
+            && self.session.usability(self.platform.process_id()) != Usability::Open
+        {
+            Error::ForkedChild
+        } else {
+            Error::Ioctl { name, errno }
         }
     }
 }
