@@ -231,6 +231,26 @@ pub fn map_anonymous(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
     Ok(m)
 }
 
+/// Fresh zeroed anonymous memory (read-write, shared with nobody) where the kernel chooses,
+/// unmapped when the last clone drops — memory a simulated kernel owns (the event page).
+///
+/// # Errors
+/// The errno of `mmap`.
+pub fn map_anonymous_anywhere(size: u64) -> Result<LinuxMapping, Errno> {
+    let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
+    // SAFETY: a fresh mapping where the kernel chooses; it cannot alias anything.
+    let p = unsafe {
+        rustix::mm::mmap_anonymous(
+            core::ptr::null_mut(),
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE,
+        )
+    }
+    .map_err(errno)?;
+    Ok(LinuxMapping::new(p, len, OnDrop::Unmap))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, ResetType};
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
 
 pub use fault::{IoctlFault, Trigger};
@@ -217,6 +218,86 @@ impl SimPlatform {
     #[must_use]
     pub fn vm_acquired(&self, gpu_id: u32) -> bool {
         self.kfd.vm_acquired(gpu_id)
+    }
+}
+
+/// The events side of the simulated kernel and GPU: what the simulated command processor and
+/// the fault injector use, and what tests inspect.
+impl SimPlatform {
+    /// The simulated GPU raises signal event `id` the way a `RELEASE_MEM` with an interrupt
+    /// does: it writes the id into the event's mailbox and interrupts; the kernel acknowledges
+    /// the mailbox and sets the event. Returns whether an event was set.
+    pub fn gpu_signal_event(&self, id: u32) -> bool {
+        self.kfd.events.write_mailbox(id, u64::from(id)) && self.kfd.events.interrupt(Some(id)) > 0
+    }
+
+    /// The simulated GPU writes `value` into the mailbox of slot `id` without interrupting (an
+    /// interrupt still in flight). Returns whether the slot exists.
+    pub fn write_event_mailbox(&self, id: u32, value: u64) -> bool {
+        self.kfd.events.write_mailbox(id, value)
+    }
+
+    /// Delivers an event interrupt with context id `id` (`None`: no usable id, so the kernel
+    /// scans every mailbox). Returns how many events were set.
+    pub fn deliver_event_interrupt(&self, id: Option<u32>) -> usize {
+        self.kfd.events.interrupt(id)
+    }
+
+    /// Injects a GPU memory fault on `gpu_id` at `address`: every memory event of the process
+    /// receives the data (no RAS error) and is set. Returns how many events were set.
+    pub fn inject_memory_fault(&self, gpu_id: u32, address: u64, flags: FaultFlags) -> usize {
+        self.inject_ras_fault(gpu_id, address, flags, MemoryError::None)
+    }
+
+    /// As [`SimPlatform::inject_memory_fault`], with a RAS error type.
+    pub fn inject_ras_fault(
+        &self,
+        gpu_id: u32,
+        address: u64,
+        flags: FaultFlags,
+        error: MemoryError,
+    ) -> usize {
+        let fault = MemoryFault { gpu_id, node: None, address, flags, error, fatal: true };
+        self.kfd.events.memory_fault(fault.to_kernel())
+    }
+
+    /// Injects a reset of GPU `gpu_id`: every HW-exception event receives the data and is set
+    /// (and, for an ECC reset, every memory event an imprecise SRAM-ECC fault), as the kernel
+    /// does after a GPU reset. Returns how many events were set.
+    pub fn inject_gpu_reset(
+        &self,
+        gpu_id: u32,
+        reset: ResetType,
+        cause: ResetCause,
+        memory_lost: bool,
+    ) -> usize {
+        let hw = hsakmt_core::event::HwException { gpu_id, node: None, reset, cause, memory_lost };
+        self.kfd.events.gpu_reset(hw.to_kernel())
+    }
+
+    /// Threads blocked in `WAIT_EVENTS` now.
+    #[must_use]
+    pub fn event_waiters(&self) -> usize {
+        self.kfd.events.sleeping()
+    }
+
+    /// Events the simulated kernel holds for this process.
+    #[must_use]
+    pub fn kernel_events(&self) -> usize {
+        self.kfd.events.count()
+    }
+
+    /// The event page's address and whether user space supplied it (`false`: the simulated
+    /// kernel allocated it).
+    #[must_use]
+    pub fn event_page(&self) -> Option<(u64, bool)> {
+        self.kfd.events.page()
+    }
+
+    /// The simulated kernel's view of event `id`: whether it is signaled, and its age.
+    #[must_use]
+    pub fn kernel_event_state(&self, id: u32) -> Option<(bool, u64)> {
+        self.kfd.events.peek(id)
     }
 }
 

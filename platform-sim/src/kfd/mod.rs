@@ -1,11 +1,14 @@
 //! The emulated `/dev/kfd`: ioctls validated and answered the way amdkfd's `kfd_chardev.c`
 //! does, with the same errnos.
 
+mod event;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hsakmt_core::error::Errno;
+use hsakmt_core::event::KFD_MMAP_TYPE_EVENTS;
 use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
 use hsakmt_core::topology::{NodeKind, Topology};
 use hsakmt_core::uapi::{
@@ -71,6 +74,7 @@ pub(crate) struct KfdModel {
     state: DeviceState,
     session: Mutex<Session>,
     opens: AtomicU32,
+    pub(crate) events: event::SimEvents,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,6 +100,7 @@ impl KfdModel {
             state,
             session: Mutex::new(Session::default()),
             opens: AtomicU32::new(0),
+            events: event::SimEvents::new(),
         }
     }
 
@@ -156,6 +161,13 @@ impl KfdModel {
             }
             Ioctl::AcquireVm(a) => self.acquire_vm(a),
             Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
+            // Buffer handles passed as `event_page_offset` name no buffer until the simulator
+            // models memory objects: EINVAL, as the kernel answers for an unknown handle.
+            Ioctl::CreateEvent(a) => self.events.create(a, |_handle| None),
+            Ioctl::DestroyEvent(a) => self.events.destroy(a.event_id),
+            Ioctl::SetEvent(a) => self.events.set(a.event_id),
+            Ioctl::ResetEvent(a) => self.events.reset(a.event_id),
+            Ioctl::WaitEvents { args, events } => self.events.wait(args, events),
             // Not (yet) modelled: what a kernel without the ioctl answers.
             _ => Err(Errno::ENOTTY),
         }
@@ -218,6 +230,12 @@ impl KfdModel {
         Ok(())
     }
 
+    /// Whether the device is open by the calling process.
+    pub(crate) fn is_open_by_caller(&self) -> bool {
+        let s = lock(&self.session);
+        s.open && s.owner == std::process::id()
+    }
+
     /// Whether `gpu_id`'s VM was acquired in this session.
     pub(crate) fn vm_acquired(&self, gpu_id: u32) -> bool {
         lock(&self.session).vms.contains_key(&gpu_id)
@@ -259,12 +277,20 @@ impl KfdDevice for SimPlatform {
 
     fn map_kfd(
         &self,
-        _offset: u64,
-        _size: u64,
-        _addr: Option<u64>,
+        offset: u64,
+        size: u64,
+        addr: Option<u64>,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
-        Err(Errno::EINVAL)
+        if !self.kfd.is_open_by_caller() {
+            return Err(Errno::EBADF);
+        }
+        match offset {
+            // The simulator hands out the page where it lives (a kernel would map the same
+            // pages again), so it cannot honour a fixed address.
+            KFD_MMAP_TYPE_EVENTS if addr.is_none() => self.kfd.events.map(size),
+            _ => Err(Errno::EINVAL),
+        }
     }
 
     fn map_buffer(
