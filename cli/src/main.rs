@@ -1,6 +1,7 @@
 //! `hsakmt`: the hsakmt-rs command-line tool.
 
 mod bench;
+mod doctor;
 mod info;
 mod source;
 
@@ -22,6 +23,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run benchmarks; every figure is reported next to a reference measured in the same run.
     Bench(bench::BenchArgs),
+    /// Diagnose why this machine cannot use its GPU, and say what to do.
+    Doctor(doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +32,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Doctor(args) => match doctor::run(&args) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,9 +16,12 @@
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
 //! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
 //!   generation-checked table of memory objects.
+//! - [`queue`]: AQL/SDMA packets, the lock-free ring producer, signals, per-queue sizing.
 //! - [`event`]: the event table, wait sets, exception data and the callback registry.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
+//! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
+//!   selection, pools.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -31,9 +34,11 @@
 extern crate std;
 
 pub mod device;
+pub mod driver;
 pub mod error;
 pub mod event;
 pub mod memory;
 pub mod platform;
+pub mod queue;
 pub mod topology;
 pub mod uapi;

@@ -1,11 +1,14 @@
 //! The KFD topology tree read with plain syscalls: one open + read-to-EOF + close per file into
 //! the caller's buffer, and directory listing through a stack buffer. No allocation.
+//!
+//! Files are opened relative to a descriptor of the tree's root (`openat`), so the kernel walks
+//! only the components below the root for each of the thousands of files of a large tree.
 
 use core::mem::MaybeUninit;
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{SysfsDir, SysfsFile};
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, RawDir};
 
 use crate::path::FixedPath;
@@ -14,16 +17,24 @@ use crate::path::FixedPath;
 pub const KFD_TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
 
 /// A sysfs topology tree rooted at a directory (the real one, or a capture).
-#[derive(Clone)]
 pub struct SysfsTree {
     root: FixedPath,
+    /// `O_PATH` descriptor of the root, when it existed at construction.
+    dir: Option<OwnedFd>,
+}
+
+impl core::fmt::Debug for SysfsTree {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SysfsTree").field("root", &self.root.as_bytes()).finish_non_exhaustive()
+    }
 }
 
 impl SysfsTree {
     /// The kernel's tree at [`KFD_TOPOLOGY_ROOT`].
     #[must_use]
     pub fn system() -> Self {
-        Self { root: FixedPath::new(KFD_TOPOLOGY_ROOT.as_bytes()).unwrap_or_default() }
+        let root = FixedPath::new(KFD_TOPOLOGY_ROOT.as_bytes()).unwrap_or_default();
+        Self { dir: open_root(&root), root }
     }
 
     /// A tree rooted at `root` (for example a copy of a real machine's tree).
@@ -32,7 +43,8 @@ impl SysfsTree {
     /// `ENAMETOOLONG`-like [`Errno::E2BIG`] when the path does not fit the fixed path buffer,
     /// `EINVAL` when it contains a NUL byte.
     pub fn at(root: &[u8]) -> Result<Self, Errno> {
-        Ok(Self { root: FixedPath::new(root)? })
+        let root = FixedPath::new(root)?;
+        Ok(Self { dir: open_root(&root), root })
     }
 
     /// The root directory as bytes.
@@ -41,8 +53,9 @@ impl SysfsTree {
         self.root.as_bytes()
     }
 
+    /// The path of `file` relative to the root (absolute when the root had no descriptor).
     fn file_path(&self, file: SysfsFile) -> Result<FixedPath, Errno> {
-        let mut p = self.root.clone();
+        let mut p = self.base();
         match file {
             SysfsFile::GenerationId => p.push_str("generation_id")?,
             SysfsFile::SystemProperties => p.push_str("system_properties")?,
@@ -59,13 +72,46 @@ impl SysfsTree {
     }
 
     fn dir_path(&self, dir: SysfsDir) -> Result<FixedPath, Errno> {
-        let mut p = self.root.clone();
+        let mut p = self.base();
         match dir {
             SysfsDir::Nodes => p.push_str("nodes")?,
             SysfsDir::Entries { node: n, kind } => node(&mut p, n, kind.dir_name())?,
         }
         Ok(p)
     }
+}
+
+impl SysfsTree {
+    fn base(&self) -> FixedPath {
+        if self.dir.is_some() { FixedPath::default() } else { self.root.clone() }
+    }
+
+    fn open(&self, path: &FixedPath, flags: OFlags) -> Result<OwnedFd, Errno> {
+        loop {
+            let r = match &self.dir {
+                Some(dir) => rustix::fs::openat(
+                    dir.as_fd(),
+                    path.as_c_str(),
+                    flags | OFlags::CLOEXEC,
+                    Mode::empty(),
+                ),
+                None => rustix::fs::open(path.as_c_str(), flags | OFlags::CLOEXEC, Mode::empty()),
+            };
+            match r {
+                Err(rustix::io::Errno::INTR) => {}
+                r => return r.map_err(errno),
+            }
+        }
+    }
+}
+
+fn open_root(root: &FixedPath) -> Option<OwnedFd> {
+    rustix::fs::open(
+        root.as_c_str(),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
 }
 
 fn node(p: &mut FixedPath, n: u32, leaf: &str) -> Result<(), Errno> {
@@ -78,19 +124,10 @@ fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
 }
 
-fn open(path: &FixedPath, flags: OFlags) -> Result<OwnedFd, Errno> {
-    loop {
-        match rustix::fs::open(path.as_c_str(), flags | OFlags::CLOEXEC, Mode::empty()) {
-            Err(rustix::io::Errno::INTR) => {}
-            r => return r.map_err(errno),
-        }
-    }
-}
-
 impl hsakmt_core::platform::Sysfs for SysfsTree {
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
         let path = self.file_path(file)?;
-        let fd = open(&path, OFlags::RDONLY)?;
+        let fd = self.open(&path, OFlags::RDONLY)?;
         let mut filled = 0;
         while let Some(rest) = buf.get_mut(filled..) {
             if rest.is_empty() {
@@ -115,7 +152,7 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
 
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
         let path = self.dir_path(dir)?;
-        let fd = match open(&path, OFlags::RDONLY | OFlags::DIRECTORY) {
+        let fd = match self.open(&path, OFlags::RDONLY | OFlags::DIRECTORY) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(0),
             Err(e) => return Err(e),

@@ -44,15 +44,17 @@ pub const GENERATION_RETRIES: u32 = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EntryEnumeration {
-    /// List every directory (the default). Finds entries the counts do not mention and
+    /// List every directory. Finds entries the counts do not mention and
     /// reports [`CountMismatch`](super::WarningKind::CountMismatch) and numbering gaps: the
     /// right choice for captures and simulated trees.
     List,
     /// For a kind whose `*_count` key the node's `properties` holds, read entries
-    /// `0..count` without listing — a live kernel creates exactly these — and list only when
-    /// the key is absent. A missing entry file is a
-    /// [`MissingFile`](super::WarningKind::MissingFile) warning and yields no record. Saves
-    /// one directory listing per node and kind (136 on the 34-node MI308X tree).
+    /// `0..count` without listing — a live kernel creates exactly these (one directory per
+    /// element of the list the count is taken from) — and list only when the key is absent or
+    /// one of those entries is missing, in which case the kind is read as with
+    /// [`List`](Self::List). Saves one directory listing per node and kind (136 on the 34-node
+    /// MI308X tree). Directories beyond the count, which no kernel creates, are not seen.
+    /// The default.
     TrustCounts,
 }
 
@@ -67,9 +69,9 @@ pub struct Options {
 }
 
 impl Options {
-    /// [`EntryEnumeration::List`], [`GENERATION_RETRIES`].
+    /// [`EntryEnumeration::TrustCounts`], [`GENERATION_RETRIES`].
     pub const DEFAULT: Self =
-        Self { entries: EntryEnumeration::List, generation_retries: GENERATION_RETRIES };
+        Self { entries: EntryEnumeration::TrustCounts, generation_retries: GENERATION_RETRIES };
 }
 
 impl Default for Options {
@@ -715,15 +717,19 @@ impl<
         };
         let span =
             |end: usize| Span { start: to_u32(start), len: to_u32(end.saturating_sub(start)) };
+        let marks = (
+            self.diag.list.len(),
+            self.diag.dropped,
+            self.unknown.list.len(),
+            self.unknown.dropped,
+        );
         let listed = match trusted {
             // Entries 0..count, without listing.
             Some(count) => {
                 let count = usize::try_from(count).unwrap_or(usize::MAX);
                 if count > LISTING_CAPACITY {
-                    return Err(Error::Capacity {
-                        table: Table::Listing,
-                        capacity: LISTING_CAPACITY as u32,
-                    });
+                    // No kernel makes that many entries of one kind: see what is really there.
+                    return self.read_entries(node, kind, sysfs, buf, None);
                 }
                 for (i, slot) in self.listing.iter_mut().take(count).enumerate() {
                     *slot = to_u32(i);
@@ -891,13 +897,18 @@ impl<
             };
             let denied = outcome == Outcome::Denied;
             if outcome == Outcome::Missing && trusted.is_some() {
-                // The count named a directory that is not there: no record.
+                // The count named a directory that is not there: the tree is not what a live
+                // kernel makes. Forget this kind's records and warnings and list instead.
                 match kind {
-                    EntryKind::MemBank => drop(self.banks.pop()),
-                    EntryKind::Cache => drop(self.caches.pop()),
-                    EntryKind::IoLink | EntryKind::P2pLink => drop(self.links.pop()),
+                    EntryKind::MemBank => self.banks.truncate(start),
+                    EntryKind::Cache => self.caches.truncate(start),
+                    EntryKind::IoLink | EntryKind::P2pLink => self.links.truncate(start),
                 }
-                continue;
+                self.diag.list.truncate(marks.0);
+                self.diag.dropped = marks.1;
+                self.unknown.list.truncate(marks.2);
+                self.unknown.dropped = marks.3;
+                return self.read_entries(node, kind, sysfs, buf, None);
             }
             if denied {
                 // The record has no readable content; drop it.

@@ -553,7 +553,7 @@ fn missing_files_and_read_errors_are_warnings() {
     fs.remove_file(SysfsFile::NodeProperties(4));
     fs.fail_file(SysfsFile::GpuId(3), Errno::EIO);
     fs.fail_dir(SysfsDir::Entries { node: 2, kind: EntryKind::Cache }, Errno::EIO);
-    let t = snapshot(&fs);
+    let t = snapshot_opts(&fs, &LIST);
     let n4 = t.node(4).unwrap();
     assert!(!n4.has_properties());
     assert_eq!(n4.kind(), NodeKind::Cpu); // no simd_count: reported as what it shows
@@ -743,11 +743,20 @@ fn small_buffer_is_rejected() {
 #[test]
 fn one_read_per_file() {
     let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
-    let t = snapshot(&fs);
+    let listed = snapshot_opts(&fs, &LIST);
     // Every file once, plus generation_id a second time.
     assert_eq!(fs.reads.get(), fs.file_count() + 1);
     // nodes/ once, four entry directories per node.
-    assert_eq!(fs.lists.get(), 1 + 4 * t.node_count());
+    assert_eq!(fs.lists.get(), 1 + 4 * listed.node_count());
+
+    // The default trusts the counts of this consistent tree: only nodes/ is listed, and the
+    // snapshot is the same.
+    let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
+    let counted = snapshot(&fs);
+    assert_eq!(fs.reads.get(), fs.file_count() + 1);
+    assert_eq!(fs.lists.get(), 1);
+    assert_eq!(counted.usage(), listed.usage());
+    assert_eq!(counted.warnings(), listed.warnings());
 }
 
 #[test]
@@ -775,11 +784,13 @@ fn snapshot_opts(sysfs: &impl Sysfs, options: &Options) -> Box<Topo> {
 
 const TRUST: Options =
     Options { entries: EntryEnumeration::TrustCounts, generation_retries: GENERATION_RETRIES };
+const LIST: Options =
+    Options { entries: EntryEnumeration::List, generation_retries: GENERATION_RETRIES };
 
 #[test]
 fn trust_counts_matches_listing_on_a_consistent_tree() {
     let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
-    let listed = snapshot(&fs);
+    let listed = snapshot_opts(&fs, &LIST);
     let lists_before = fs.lists.get();
     let reads_before = fs.reads.get();
     let trusted = snapshot_opts(&fs, &TRUST);
@@ -806,16 +817,18 @@ fn trust_counts_on_an_incomplete_capture() {
     assert!(t.nodes().all(|n| n.caches().is_empty() && n.mem_banks().is_empty()));
     assert_eq!(t.node(2).unwrap().io_links().len(), 4);
     assert_eq!(t.node(2).unwrap().p2p_links().len(), 5);
-    assert!(t.warnings_dropped() > 0);
-    assert!(!t.warnings().iter().any(|w| matches!(w.kind, WarningKind::CountMismatch { .. })));
-    // A count too large for a listing is a capacity error.
-    let fs = MemSysfs::from_files(&[("nodes/0/properties", "caches_count 5000\n")]);
-    let mut t = boxed();
-    let mut buf = [0u8; MIN_READ_BUFFER];
-    assert_eq!(
-        t.refresh_with(&fs, &TestHost::default(), &mut buf, &TRUST),
-        Err(Error::Capacity { table: Table::Listing, capacity: LISTING_CAPACITY as u32 })
-    );
+    // The first missing entry makes it list the directory instead, so the warnings are the
+    // same as with listing: the counts disagree with what is there.
+    let listed = snapshot_opts(&fs, &LIST);
+    assert_eq!(t.warnings(), listed.warnings());
+    assert!(t.warnings().iter().any(|w| matches!(w.kind, WarningKind::CountMismatch { .. })));
+    // A count too large for any kernel is not trusted either.
+    let fs = MemSysfs::from_files(&[
+        ("nodes/0/properties", "caches_count 5000\n"),
+        ("nodes/0/caches/0/properties", "level 1\n"),
+    ]);
+    let t = snapshot_opts(&fs, &TRUST);
+    assert_eq!(t.node(0).unwrap().caches().len(), 1);
 }
 
 #[test]

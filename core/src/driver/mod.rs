@@ -1,0 +1,19 @@
+//! The driver abstraction layer: what an HSA-style runtime sees above any device driver —
+//! agents and their memory regions, detection and a selection policy — plus the performance
+//! helpers the design calls for (a sub-allocating pool for small objects).
+//!
+//! - [`agent`]: agents (identity = driver + node) and regions, derived from a topology.
+//! - [`policy`]: choosing a driver explicitly, by `HSAKMT_DRIVER`, GPU-first,
+//!   performance-first or feature-first, with the reason.
+//! - [`pool`]: bounded-time sub-allocation of small objects out of one large buffer.
+
+pub mod agent;
+pub mod policy;
+pub mod pool;
+
+pub use agent::{
+    AgentFeatures, AgentId, AgentInfo, AgentKind, DriverId, RegionId, RegionInfo, RegionKind,
+    regions_of,
+};
+pub use policy::{Choice, DriverKind, DriverSummary, Policy, PolicyError, Reason, choose};
+pub use pool::{InlineSubAllocator, SubAllocator};
