@@ -933,3 +933,120 @@ fn the_simulated_kernel_checks_raw_requests() {
         assert_eq!(created, 255);
     });
 }
+
+// ------------------------------------------------------------- monitor thread
+
+#[test]
+fn a_monitor_thread_runs_callbacks_asynchronously() {
+    with_big_stack(|| {
+        use hsakmt_linux::EventMonitor;
+        let kfd: Arc<Kfd<SimPlatform>> = Arc::from(open(SimPlatform::new()));
+        let h = kfd.create_event(&EventDescriptor::signal()).unwrap();
+        let mem = kfd.create_event(&EventDescriptor::new(EventType::Memory)).unwrap();
+        let monitor = EventMonitor::start(kfd.clone()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<Notification>();
+        let tx = std::sync::Mutex::new(tx);
+        // Registered after the monitor blocked: registration wakes it to watch the event.
+        let id = kfd
+            .register_callback(
+                Filter::Event(h),
+                leak(move |n| tx.lock().unwrap().send(*n).unwrap()),
+            )
+            .unwrap();
+        let faults = Arc::new(AtomicUsize::new(0));
+        let f = faults.clone();
+        kfd.register_callback(
+            Filter::Type(EventType::Memory),
+            leak(move |n| {
+                assert!(matches!(n.data, Some(EventData::MemoryFault(_))));
+                f.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .unwrap();
+        for round in 2..=4 {
+            kfd.set_event(h).unwrap();
+            let n = rx.recv_timeout(Duration::from_secs(10)).expect("callback ran");
+            assert_eq!((n.event, n.age), (h, round));
+        }
+        let gpu = kfd.platform().gpu_ids()[0];
+        kfd.platform().inject_memory_fault(gpu, 0x2000, FaultFlags::NOT_PRESENT);
+        let start = Instant::now();
+        while faults.load(Ordering::SeqCst) == 0 {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Unregistering while the monitor waits: the event is no longer reported.
+        assert!(kfd.unregister_callback(id).is_ok());
+        kfd.set_event(h).unwrap();
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        assert!(monitor.stats().calls.load(Ordering::Relaxed) >= 4);
+        let wake = monitor.wake_event();
+        monitor.stop().unwrap();
+        stale(kfd.event_info(wake));
+        kfd.destroy_event(mem).unwrap();
+        kfd.destroy_event(h).unwrap();
+        assert_eq!(kfd.event_count(), 0);
+    });
+}
+
+#[test]
+fn a_monitor_ends_when_the_device_closes() {
+    with_big_stack(|| {
+        use hsakmt_linux::EventMonitor;
+        let kfd: &'static Kfd<SimPlatform> = Box::leak(open(SimPlatform::new()));
+        let monitor = EventMonitor::start(kfd).unwrap();
+        until_waiting_on(kfd, 1);
+        // Closing destroys the wake event the monitor waits on: its wait fails and, the device
+        // being closed, the thread ends.
+        kfd.close().unwrap();
+        let start = Instant::now();
+        while monitor.is_running() {
+            assert!(start.elapsed() < Duration::from_secs(10), "the monitor did not notice");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(monitor.stop(), Err(Error::NotOpened));
+    });
+}
+
+fn until_waiting_on(kfd: &Kfd<SimPlatform>, n: usize) {
+    let start = Instant::now();
+    while kfd.platform().event_waiters() < n {
+        assert!(start.elapsed() < Duration::from_secs(10), "waiters never blocked");
+        std::thread::yield_now();
+    }
+}
+
+// ------------------------------------------------------------- HSA completion signals
+
+#[test]
+fn an_hsa_completion_signal_wakes_its_waiter_through_the_event_page() {
+    with_big_stack(|| {
+        use hsakmt_core::platform::KfdDevice as _;
+        use hsakmt_core::queue::signal::{Mailbox as SignalMailbox, Signal, SignalInit};
+        let kfd = open(SimPlatform::new());
+        let h = signal(&kfd);
+        let info = kfd.event_info(h).unwrap();
+        let base = kfd.platform().reserve_va(None, 4096, 4096).unwrap();
+        let mem = kfd.platform().map_anonymous(base, 4096).unwrap();
+        let sig = Signal::new(&mem, 0).unwrap();
+        sig.init(&SignalInit::User {
+            value: 1,
+            mailbox: Some(SignalMailbox { address: info.mailbox.unwrap(), event_id: info.id }),
+        });
+        std::thread::scope(|s| {
+            let w =
+                s.spawn(|| kfd.wait_signal(h, &sig, SignalCondition::Eq(0), Timeout::Infinite, 0));
+            until_waiting(&kfd, 1);
+            // The simulated command processor completes a packet carrying the signal.
+            let done = sig.cp_complete();
+            assert_eq!(done.value, 0);
+            let mb = done.interrupt.unwrap();
+            assert!(kfd.platform().raise_completion_interrupt(mb.address, mb.event_id));
+            let r = w.join().unwrap().unwrap();
+            assert_eq!((r.value, r.result), (0, WaitResult::Complete));
+        });
+        // A host store through the same signal wakes nobody when nobody sleeps.
+        assert_eq!(kfd.store_signal(h, &sig, 5), Ok(false));
+        assert_eq!(sig.load_acquire(), 5);
+    });
+}

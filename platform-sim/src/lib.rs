@@ -231,6 +231,22 @@ impl SimPlatform {
         self.kfd.events.write_mailbox(id, u64::from(id)) && self.kfd.events.interrupt(Some(id)) > 0
     }
 
+    /// The completion side of an HSA signal with an event mailbox
+    /// ([`hsakmt_core::queue::signal::Completion::interrupt`]): the simulated command processor
+    /// writes `event_id` to `mailbox_address` (a slot of the event page) and interrupts with
+    /// context id `event_id`. Returns whether an event was set (`false` for an address outside
+    /// the page).
+    pub fn raise_completion_interrupt(&self, mailbox_address: u64, event_id: u32) -> bool {
+        let Some((base, _)) = self.kfd.events.page() else { return false };
+        let Some(slot) = mailbox_address.checked_sub(base).filter(|o| o % 8 == 0).map(|o| o / 8)
+        else {
+            return false;
+        };
+        let Ok(slot) = u32::try_from(slot) else { return false };
+        self.kfd.events.write_mailbox(slot, u64::from(event_id))
+            && self.kfd.events.interrupt(Some(event_id)) > 0
+    }
+
     /// The simulated GPU writes `value` into the mailbox of slot `id` without interrupting (an
     /// interrupt still in flight). Returns whether the slot exists.
     pub fn write_event_mailbox(&self, id: u32, value: u64) -> bool {

@@ -35,19 +35,20 @@
 //! in the kernel with the event age. [`Kfd::store_signal`] stores a value and issues
 //! `SET_EVENT` only if a waiter sleeps. The protocol, per event:
 //!
-//! - waiter: read the known age `a`; `sleepers += 1` (SeqCst); loop { load the value (SeqCst);
+//! - waiter: read the known age `a`; `sleepers += 1`; SeqCst fence; loop { load the value;
 //!   done if the condition holds; else `WAIT_EVENTS` with age `a`, and `a` := the age returned };
 //!   `sleepers -= 1`.
-//! - setter: store the value (SeqCst); if `sleepers > 0` (SeqCst load), `SET_EVENT`.
+//! - setter: store the value; SeqCst fence; if `sleepers > 0`, `SET_EVENT`.
 //!
-//! Either the waiter's load sees the new value, or the setter's load sees the waiter and sets
+//! The two fences order each side's store before its load (the store-buffer pattern), so
+//! either the waiter's load sees the new value, or the setter's load sees the waiter and sets
 //! the event — which raises the kernel's age above `a` (ages only grow, and `a` was read
 //! before), so the waiter's next wait returns at once however late it starts: no lost wake-up,
 //! and no syscall when nobody sleeps. A GPU setter writes the value and the mailbox and always
 //! interrupts. Without event ages (KFD < 1.14) an earlier set can be consumed by another
 //! sleeper, so the waiter blocks in slices of [`NO_AGE_SLICE_MS`] and re-checks.
 
-use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::device::{Error, Kfd};
 use crate::event::{
@@ -205,6 +206,42 @@ impl SignalCondition {
             Self::Lt(x) => value < x,
             Self::Gte(x) => value >= x,
         }
+    }
+}
+
+/// A 64-bit signal value in memory the CPU and GPU share, as [`Kfd::wait_signal`] and
+/// [`Kfd::store_signal`] use it: an HSA signal ([`crate::queue::signal::Signal`]) or a bare atomic.
+pub trait SignalValue {
+    /// Loads the value with acquire ordering.
+    fn load_acquire(&self) -> i64;
+    /// Stores a value with release ordering.
+    fn store_release(&self, value: i64);
+}
+
+impl SignalValue for AtomicU64 {
+    fn load_acquire(&self) -> i64 {
+        self.load(Ordering::Acquire) as i64
+    }
+    fn store_release(&self, value: i64) {
+        self.store(value as u64, Ordering::Release);
+    }
+}
+
+impl SignalValue for AtomicI64 {
+    fn load_acquire(&self) -> i64 {
+        self.load(Ordering::Acquire)
+    }
+    fn store_release(&self, value: i64) {
+        self.store(value, Ordering::Release);
+    }
+}
+
+impl<M: SharedMemory> SignalValue for crate::queue::signal::Signal<'_, M> {
+    fn load_acquire(&self) -> i64 {
+        crate::queue::signal::Signal::load_acquire(self)
+    }
+    fn store_release(&self, value: i64) {
+        crate::queue::signal::Signal::store_release(self, value);
     }
 }
 
@@ -760,15 +797,14 @@ impl<P: Platform> Kfd<P> {
     pub fn wait_signal(
         &self,
         handle: EventHandle,
-        value: &AtomicU64,
+        value: &(impl SignalValue + ?Sized),
         condition: SignalCondition,
         timeout: Timeout,
         spin_ns: u64,
     ) -> Result<SignalWaited, Error> {
-        let load = |order| value.load(order) as i64;
         let done =
             |v, kernel_waits| SignalWaited { value: v, result: WaitResult::Complete, kernel_waits };
-        let v = load(Ordering::Acquire);
+        let v = value.load_acquire();
         if condition.holds(v) {
             return Ok(done(v, 0));
         }
@@ -783,7 +819,7 @@ impl<P: Platform> Kfd<P> {
             .saturating_add(deadline.map_or(spin_ns, |d| spin_ns.min(d.saturating_sub(start))));
         let mut n: u32 = 0;
         loop {
-            let v = load(Ordering::Acquire);
+            let v = value.load_acquire();
             if condition.holds(v) {
                 return Ok(done(v, 0));
             }
@@ -799,9 +835,12 @@ impl<P: Platform> Kfd<P> {
         let count = self.events.sleepers.get(handle.index()).ok_or(event::Error::InvalidHandle)?;
         count.fetch_add(1, Ordering::SeqCst);
         let _sleeping = Sleeping(count);
+        // Pairs with the fence in `wake_signal_waiters`: the count is visible to a setter, or
+        // its value is visible to the load below.
+        fence(Ordering::SeqCst);
         let mut kernel_waits = 0;
         loop {
-            let v = load(Ordering::SeqCst);
+            let v = value.load_acquire();
             if condition.holds(v) {
                 return Ok(done(v, kernel_waits));
             }
@@ -824,10 +863,11 @@ impl<P: Platform> Kfd<P> {
                 (false, Timeout::Millis(ms)) => Timeout::Millis(ms.min(NO_AGE_SLICE_MS)),
                 (false, _) => Timeout::Millis(NO_AGE_SLICE_MS),
             };
-            let mut data = [kfd_event_data { event_id: r.id, ..Default::default() }];
-            if let Some(d) = data.first_mut() {
-                d.data = kfd_hsa_signal_event_data { last_event_age: age }.into();
-            }
+            let mut data = [kfd_event_data {
+                event_id: r.id,
+                data: kfd_hsa_signal_event_data { last_event_age: age }.into(),
+                ..Default::default()
+            }];
             kernel_waits += 1;
             if self.wait_kernel(&mut data, WaitMode::All, slice)? == WaitResult::Complete && ages {
                 age = data.first().map_or(age, |d| d.data.signal_event_data().last_event_age);
@@ -847,15 +887,15 @@ impl<P: Platform> Kfd<P> {
     pub fn store_signal(
         &self,
         handle: EventHandle,
-        value: &AtomicU64,
+        value: &(impl SignalValue + ?Sized),
         new: i64,
     ) -> Result<bool, Error> {
-        value.store(new as u64, Ordering::SeqCst);
+        value.store_release(new);
         self.wake_signal_waiters(handle)
     }
 
     /// The waking half of [`Kfd::store_signal`], for callers that changed the value with their
-    /// own atomic operation (which must be SeqCst).
+    /// own atomic operation (an HSA `subtract`, `exchange`, …) just before.
     ///
     /// # Errors
     /// As [`Kfd::store_signal`].
@@ -865,6 +905,8 @@ impl<P: Platform> Kfd<P> {
         if live != Some(handle.generation()) {
             return Err(event::Error::InvalidHandle.into());
         }
+        // Pairs with the fence in `wait_signal` (see the module docs).
+        fence(Ordering::SeqCst);
         let sleeping = self.events.sleepers.get(index).map_or(0, |s| s.load(Ordering::SeqCst));
         if sleeping == 0 {
             return Ok(false);

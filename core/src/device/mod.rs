@@ -21,7 +21,7 @@ use session::{Session, Usability};
 
 pub use event::{
     CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,
-    EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalWaited,
+    EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalValue, SignalWaited,
 };
 
 /// How many times an ioctl interrupted by a signal (`EINTR`, `EAGAIN`) is issued again before

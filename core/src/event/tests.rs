@@ -214,8 +214,7 @@ proptest! {
             error: MemoryError::from_code(error),
             fatal: true,
         };
-        let mut data = kfd_event_data::default();
-        data.data = fault.to_kernel().into();
+        let data = kfd_event_data { data: fault.to_kernel().into(), ..Default::default() };
         let back = decode(EventType::Memory, &data, |g| Some(g % 7));
         prop_assert_eq!(back, Some(EventData::MemoryFault(fault)));
         prop_assert_eq!(fault.is_ecc(), error == 1 || error == 2);
@@ -232,8 +231,7 @@ proptest! {
             cause: ResetCause::from_code(cause),
             memory_lost: lost,
         };
-        let mut data = kfd_event_data::default();
-        data.data = hw.to_kernel().into();
+        let data = kfd_event_data { data: hw.to_kernel().into(), ..Default::default() };
         prop_assert_eq!(decode(EventType::HwException, &data, |_| None), Some(EventData::HwException(hw)));
         prop_assert_eq!(ResetType::from_code(reset).code(), reset);
         prop_assert_eq!(ResetCause::from_code(cause).code(), cause);
