@@ -1,6 +1,7 @@
 //! `hsakmt bench`: benchmarks of the real code paths, each reported next to a reference
 //! measured in the same run.
 
+mod event;
 mod stats;
 mod topology;
 
@@ -14,6 +15,9 @@ pub(crate) use stats::Samples;
 pub(crate) enum Group {
     /// Topology snapshot vs a plain read of the same files; in-memory parse.
     Topology,
+    /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
+    /// handoff; query cost.
+    Event,
 }
 
 /// Arguments of `hsakmt bench`.
@@ -84,11 +88,16 @@ impl Row {
 }
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
-    let groups = if args.groups.is_empty() { vec![Group::Topology] } else { args.groups.clone() };
+    let groups = if args.groups.is_empty() {
+        vec![Group::Topology, Group::Event]
+    } else {
+        args.groups.clone()
+    };
     let mut rows = Vec::new();
     for g in groups {
         match g {
             Group::Topology => rows.extend(topology::run(args.scale)?),
+            Group::Event => rows.extend(event::run(args.scale)?),
         }
     }
     if args.json {
