@@ -1,6 +1,11 @@
 //! Embeds the topology captures under `profiles/` into the simulator: every capture directory
 //! with a `topology/` tree becomes a profile holding each file's bytes; a capture that only has
 //! an `ls -lR` listing becomes a profile with its directory shape and empty files.
+//!
+//! Each profile is one DEFLATE-compressed archive (sysfs text compresses about 15:1), so the
+//! captures cost the binary tens of KiB instead of a megabyte of bytes, paths and tables.
+//! Archive records: a tag byte (`f` file, `d` directory), the path length (u32 LE), the path,
+//! and for files the content length (u32 LE) and the content.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,6 +23,7 @@ fn main() {
         .collect();
     names.sort();
 
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut out = String::from(
         "/// Every embedded profile, sorted by name.\npub(crate) static EMBEDDED: &[EmbeddedTree] = &[\n",
     );
@@ -31,30 +37,40 @@ fn main() {
             continue;
         };
         println!("cargo::rerun-if-changed={}", dir.display());
-        writeln!(out, "    EmbeddedTree {{\n        name: {name:?},\n        files: &[").unwrap();
-        for (rel, abs) in &files {
-            match abs {
-                Some(abs) => writeln!(
-                    out,
-                    "            ({rel:?}, include_bytes!({:?})),",
-                    abs.display().to_string()
-                )
-                .unwrap(),
-                None => writeln!(out, "            ({rel:?}, b\"\"),").unwrap(),
-            }
-        }
-        writeln!(out, "        ],\n        dirs: &[").unwrap();
+        let mut archive = Vec::new();
         for d in &dirs {
-            writeln!(out, "            {d:?},").unwrap();
+            record(&mut archive, b'd', d, None);
         }
-        writeln!(out, "        ],\n    }},").unwrap();
+        for (rel, abs) in &files {
+            let bytes = abs.as_ref().map(|p| fs::read(p).expect("readable capture file"));
+            record(&mut archive, b'f', rel, Some(bytes.as_deref().unwrap_or_default()));
+        }
+        let packed = miniz_oxide::deflate::compress_to_vec(&archive, 9);
+        let blob = out_dir.join(format!("{name}.deflate"));
+        fs::write(&blob, packed).expect("OUT_DIR is writable");
+        writeln!(
+            out,
+            "    EmbeddedTree {{ name: {name:?}, archive: include_bytes!({:?}), raw_len: {} }},",
+            blob.display().to_string(),
+            archive.len()
+        )
+        .unwrap();
     }
     out.push_str("];\n");
-    let dest = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("profiles.rs");
-    fs::write(dest, out).expect("OUT_DIR is writable");
+    fs::write(out_dir.join("profiles.rs"), out).expect("OUT_DIR is writable");
 }
 
 type Files = Vec<(String, Option<PathBuf>)>;
+
+fn record(archive: &mut Vec<u8>, tag: u8, path: &str, content: Option<&[u8]>) {
+    archive.push(tag);
+    archive.extend_from_slice(&u32::try_from(path.len()).expect("short path").to_le_bytes());
+    archive.extend_from_slice(path.as_bytes());
+    if let Some(c) = content {
+        archive.extend_from_slice(&u32::try_from(c.len()).expect("small file").to_le_bytes());
+        archive.extend_from_slice(c);
+    }
+}
 
 fn walk_tree(top: &Path) -> (Files, Vec<String>) {
     let mut files = Vec::new();

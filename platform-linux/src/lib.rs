@@ -6,6 +6,14 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
+#[cfg(all(feature = "rt", feature = "std"))]
+compile_error!(
+    "the `rt` feature is the runtime of no-libc images and clashes with std: depend on \
+     hsakmt-linux with `default-features = false` (see firmware-tests/image)"
+);
+#[cfg(all(feature = "rt", not(all(target_arch = "x86_64", target_os = "linux"))))]
+compile_error!("the `rt` runtime supports x86_64 Linux only");
+
 pub mod device_node;
 #[cfg(feature = "std")]
 pub mod fork;
@@ -17,6 +25,8 @@ pub mod monitor;
 pub mod path;
 #[cfg(feature = "std")]
 mod platform;
+#[cfg(any(feature = "rt", all(test, target_arch = "x86_64", target_os = "linux")))]
+pub mod rt;
 pub mod sysfs;
 
 pub use device_node::{KFD_DEVICE, open_device};

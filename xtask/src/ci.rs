@@ -4,7 +4,8 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, lints, tests, the uapi layout check and the doc build.
+/// Runs formatting, lints, tests, the uapi layout check, the no-libc image test and the doc
+/// build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     step(
@@ -36,10 +37,43 @@ pub(crate) fn ci() -> Result<(), String> {
             "warnings",
         ]),
     )?;
+    step(
+        "clippy (no-libc runtime)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-linux",
+            "--no-default-features",
+            "--features",
+            "rt",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    step(
+        "clippy (no-libc image)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-image",
+            "--features",
+            "image",
+            "--profile",
+            "min",
+            "--target",
+            crate::size::TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
     println!("==> uapi-check");
     crate::uapi_check::run(&[])?;
+    println!("==> image-test (no-libc static image against every simulator profile)");
+    crate::image_test::image_test(&[])?;
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
     step("docs", &mut doc)?;

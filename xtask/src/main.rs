@@ -2,7 +2,9 @@
 //! `cargo run --quiet --package xtask --`).
 
 mod ci;
+mod elf;
 mod fuzz;
+mod image_test;
 mod size;
 mod uapi_check;
 
@@ -15,7 +17,9 @@ commands:
   bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
   fuzz [TARGET...] [--seconds N]
                run cargo-fuzz targets (nightly; targets: topology)
-  size [--json] static footprints (topology snapshot)
+  size [--json] build the no-libc image and the static `hsakmt`, report their sizes and the
+               topology snapshot's (goals: image <= 128 KiB, hsakmt <= 2 MiB)
+  image-test   build the image and run it against every simulator profile
   uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)";
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
             .args(rest)),
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
+        "image-test" => image_test::image_test(rest),
         "uapi-check" => uapi_check::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
