@@ -571,12 +571,21 @@ impl<P: Platform> Kfd<P> {
     /// Destroys every event and drops the page mapping (the last close).
     pub(crate) fn teardown_events(&self) {
         loop {
-            let next = self.events.table.lock().iter().next().map(|(h, r)| (h, r.id));
-            let Some((handle, id)) = next else { break };
-            self.destroy_kernel_event(id);
-            let mut table = self.events.table.lock();
-            if table.begin_destroy(handle).is_ok() {
-                let _ = table.finish_destroy(handle);
+            // In batches, so the table lock is never held across an ioctl.
+            let mut batch = [(EventHandle::new(0, 0), 0u32); 64];
+            let n = {
+                let table = self.events.table.lock();
+                batch.iter_mut().zip(table.iter()).map(|(b, (h, r))| *b = (h, r.id)).count()
+            };
+            if n == 0 {
+                break;
+            }
+            for (handle, id) in batch.iter().take(n).copied() {
+                self.destroy_kernel_event(id);
+                let mut table = self.events.table.lock();
+                if table.begin_destroy(handle).is_ok() {
+                    let _ = table.finish_destroy(handle);
+                }
             }
         }
         self.events.table.lock().clear();
@@ -868,7 +877,7 @@ impl<P: Platform> Kfd<P> {
                 data: kfd_hsa_signal_event_data { last_event_age: age }.into(),
                 ..Default::default()
             }];
-            kernel_waits += 1;
+            kernel_waits = kernel_waits.saturating_add(1);
             if self.wait_kernel(&mut data, WaitMode::All, slice)? == WaitResult::Complete && ages {
                 age = data.first().map_or(age, |d| d.data.signal_event_data().last_event_age);
                 if let Ok(r) = self.events.table.lock().get_mut(handle) {
