@@ -112,6 +112,26 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
 }
 
 fn device_checks<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) {
+    // The device facade (topology snapshot and memory tables) is large, and debug builds move
+    // it through the stack while boxing it: build and use it on a thread with room.
+    let found = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn_scoped(s, || {
+                let mut found = Vec::new();
+                device_checks_on(platform, &mut found, real);
+                found
+            })
+            .ok()
+            .and_then(|w| w.join().ok())
+    });
+    match found {
+        Some(found) => checks.extend(found),
+        None => checks.push(check("/dev/kfd", Status::Fail, "the device checks did not run")),
+    }
+}
+
+fn device_checks_on<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) {
     let kfd = Box::new(Kfd::new(platform));
     match kfd.open() {
         Ok(_) => {

@@ -206,6 +206,7 @@ errnos! {
     ETIME = 62, "timer expired";
     EOVERFLOW = 75, "value too large for defined data type";
     EOPNOTSUPP = 95, "operation not supported";
+    EADDRINUSE = 98, "address already in use";
     ETIMEDOUT = 110, "connection timed out";
     ECANCELED = 125, "operation canceled";
     ERESTARTSYS = 512, "interrupted, restart (kernel-internal)";
@@ -222,7 +223,7 @@ impl Errno {
                 ErrorKind::InvalidArgument
             }
             Self::ENOMEM | Self::ENOSPC => ErrorKind::OutOfResources,
-            Self::EBUSY | Self::EAGAIN | Self::EEXIST => ErrorKind::Busy,
+            Self::EBUSY | Self::EAGAIN | Self::EEXIST | Self::EADDRINUSE => ErrorKind::Busy,
             Self::ENOTTY | Self::ENOSYS | Self::EOPNOTSUPP => ErrorKind::NotSupported,
             Self::EBADF | Self::ESRCH => ErrorKind::NotOpened,
             Self::ETIME | Self::ETIMEDOUT => ErrorKind::Timeout,

@@ -27,6 +27,8 @@ pub mod path;
 mod platform;
 #[cfg(any(feature = "rt", all(test, target_arch = "x86_64", target_os = "linux")))]
 pub mod rt;
+#[cfg(feature = "std")]
+pub mod storage;
 pub mod sysfs;
 
 pub use device_node::{KFD_DEVICE, open_device};
@@ -36,4 +38,6 @@ pub use mapping::LinuxMapping;
 pub use monitor::{EventMonitor, MonitorError};
 #[cfg(feature = "std")]
 pub use platform::LinuxPlatform;
+#[cfg(feature = "std")]
+pub use storage::{BoxedMemory, boxed_tables};
 pub use sysfs::{KFD_TOPOLOGY_ROOT, SysfsTree};

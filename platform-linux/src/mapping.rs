@@ -27,6 +27,8 @@ enum OnDrop {
     Reserve,
     /// Unmap (the kernel chose the address).
     Unmap,
+    /// Nothing: a view of memory someone else owns.
+    Keep,
 }
 
 #[derive(Debug)]
@@ -58,6 +60,7 @@ impl Drop for Inner {
                 // invalidate any live reference.
                 let _ = unsafe { rustix::mm::munmap(p, self.len) };
             }
+            OnDrop::Keep => {}
         }
     }
 }
@@ -69,6 +72,51 @@ pub struct LinuxMapping(Arc<Inner>);
 impl LinuxMapping {
     fn new(addr: *mut c_void, len: usize, on_drop: OnDrop) -> Self {
         Self(Arc::new(Inner { addr: addr as usize, len, on_drop }))
+    }
+
+    /// A view of `len` bytes at `addr` that someone else owns (registered user memory); dropping
+    /// it leaves the memory alone.
+    ///
+    /// # Safety
+    /// `[addr, addr + len)` must stay mapped, readable and writable, and 8-byte aligned at
+    /// `addr`, for as long as the view or a clone of it lives.
+    #[must_use]
+    pub unsafe fn borrowed(addr: u64, len: usize) -> Self {
+        Self::new(addr as *mut c_void, len, OnDrop::Keep)
+    }
+
+    /// Maps the same pages again: at `at` (replacing part of a reservation) or where the
+    /// kernel chooses. Only shared mappings ([`map_shared`]) can be duplicated; the copy keeps
+    /// the pages alive after the original goes.
+    ///
+    /// # Errors
+    /// `EINVAL` for a private mapping; the errno of `mremap`.
+    pub fn duplicate(&self, at: Option<u64>) -> Result<Self, Errno> {
+        let old = self.0.addr as *mut c_void;
+        let len = self.0.len;
+        let (p, on_drop) = match at {
+            // SAFETY: `mremap` with an old size of 0 creates a second mapping of the same
+            // shared pages and leaves the original untouched; the target is one of our own
+            // PROT_NONE reservations, so no live Rust reference is replaced.
+            Some(a) => (
+                unsafe {
+                    rustix::mm::mremap_fixed(
+                        old,
+                        0,
+                        len,
+                        rustix::mm::MremapFlags::MAYMOVE,
+                        a as *mut c_void,
+                    )
+                },
+                OnDrop::Reserve,
+            ),
+            // SAFETY: as above, at an address the kernel chooses (it aliases nothing).
+            None => (
+                unsafe { rustix::mm::mremap(old, 0, len, rustix::mm::MremapFlags::MAYMOVE) },
+                OnDrop::Unmap,
+            ),
+        };
+        Ok(Self::new(p.map_err(errno)?, len, on_drop))
     }
 
     fn range(&self, offset: usize, len: usize) -> Result<*mut u8, Errno> {
@@ -231,24 +279,61 @@ pub fn map_anonymous(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
     Ok(m)
 }
 
-/// Fresh zeroed anonymous memory (read-write, shared with nobody) where the kernel chooses,
-/// unmapped when the last clone drops — memory a simulated kernel owns (the event page).
+/// Backs `[addr, addr + size)` (inside a reservation) with zeroed *shared* anonymous memory,
+/// marked `MADV_DONTFORK`: memory that [`LinuxMapping::duplicate`] can map a second time.
+///
+/// # Errors
+/// The errno of `mmap` / `madvise`.
+pub fn map_shared(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
+    let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
+    // SAFETY: as for `map_fd`: the target is our own reservation.
+    let p = unsafe {
+        rustix::mm::mmap_anonymous(
+            addr as *mut c_void,
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::SHARED | MapFlags::FIXED,
+        )
+    }
+    .map_err(errno)?;
+    let m = LinuxMapping::new(p, len, OnDrop::Reserve);
+    // SAFETY: the range was just mapped by us.
+    unsafe { rustix::mm::madvise(p, len, Advice::LinuxDontFork) }.map_err(errno)?;
+    Ok(m)
+}
+
+/// Zeroed shared anonymous memory where the kernel chooses (unmapped when the last clone
+/// goes): memory without a place in any aperture that [`LinuxMapping::duplicate`] can map
+/// elsewhere.
 ///
 /// # Errors
 /// The errno of `mmap`.
-pub fn map_anonymous_anywhere(size: u64) -> Result<LinuxMapping, Errno> {
+pub fn map_shared_anywhere(size: u64) -> Result<LinuxMapping, Errno> {
     let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
-    // SAFETY: a fresh mapping where the kernel chooses; it cannot alias anything.
+    // SAFETY: a fresh mapping where the kernel chooses; it aliases nothing.
     let p = unsafe {
         rustix::mm::mmap_anonymous(
             core::ptr::null_mut(),
             len,
             ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::PRIVATE,
+            MapFlags::SHARED,
         )
     }
     .map_err(errno)?;
     Ok(LinuxMapping::new(p, len, OnDrop::Unmap))
+}
+
+/// Whether every page of `[addr, addr + size)` is mapped (with any protection), asked with
+/// `msync(MS_ASYNC)`, which changes nothing.
+#[must_use]
+pub fn is_mapped(addr: u64, size: u64) -> bool {
+    let Ok(len) = usize::try_from(size) else { return false };
+    if !addr.is_multiple_of(4096) || len == 0 {
+        return false;
+    }
+    // SAFETY: MS_ASYNC on anonymous or file mappings schedules nothing that could affect Rust
+    // references; on an unmapped range the kernel only reports ENOMEM.
+    unsafe { rustix::mm::msync(addr as *mut c_void, len, rustix::mm::MsyncFlags::ASYNC) }.is_ok()
 }
 
 #[cfg(test)]
@@ -283,5 +368,42 @@ mod tests {
         let at = reserve(Some(base), size, 2 << 20).unwrap();
         assert_eq!(at, base);
         release(at, size).unwrap();
+    }
+
+    #[test]
+    fn shared_memory_duplicates_and_outlives_the_original() {
+        let size = 4 << 20;
+        let base = reserve(None, size, 2 << 20).unwrap();
+        assert!(is_mapped(base, size), "a reservation is mapped (PROT_NONE)");
+        let m = map_shared(base, 8192).unwrap();
+        m.write(0, b"kfd").unwrap();
+        let elsewhere = m.duplicate(None).unwrap();
+        let inside = m.duplicate(Some(base + (1 << 20))).unwrap();
+        assert_eq!(inside.addr(), base + (1 << 20));
+        drop(m);
+        let mut back = [0u8; 3];
+        elsewhere.read(0, &mut back).unwrap();
+        assert_eq!(&back, b"kfd");
+        inside.write(1, b"F").unwrap();
+        elsewhere.read(0, &mut back).unwrap();
+        assert_eq!(&back, b"kFd");
+        // Private memory cannot be duplicated.
+        let private = map_anonymous(base + (2 << 20), 4096).unwrap();
+        assert_eq!(private.duplicate(None).err(), Some(Errno::EINVAL));
+        drop((elsewhere, inside, private));
+        release(base, size).unwrap();
+        assert!(!is_mapped(base, 4096));
+        // A borrowed view leaves the memory alone when dropped.
+        let owner = reserve(None, 8192, 4096).unwrap();
+        let owned = map_anonymous(owner, 8192).unwrap();
+        // SAFETY: `owned` keeps the range mapped until after the view is dropped.
+        let view = unsafe { LinuxMapping::borrowed(owner, 8192) };
+        view.write(0, &[7]).unwrap();
+        drop(view);
+        let mut b = [0u8; 1];
+        owned.read(0, &mut b).unwrap();
+        assert_eq!(b, [7]);
+        drop(owned);
+        release(owner, 8192).unwrap();
     }
 }

@@ -15,11 +15,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+use hsakmt_core::error::Errno;
 use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, ResetType};
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
 
 pub use fault::{IoctlFault, Trigger};
-pub use kfd::{DeviceState, RENDER_FD_BASE};
+pub use kfd::memory::{DMABUF_FD_BASE, DOORBELL_SLICE, GpuMemoryUsage};
+pub use kfd::{DeviceState, FALLBACK_VRAM, RENDER_FD_BASE};
 pub use mapping::SimMapping;
 pub use profile::{
     DEFAULT_PROFILE, Profile, UnknownProfile, parse_file_path, profile_description, profile_names,
@@ -219,6 +221,96 @@ impl SimPlatform {
     pub fn vm_acquired(&self, gpu_id: u32) -> bool {
         self.kfd.vm_acquired(gpu_id)
     }
+
+    /// Memory accounting of GPU `gpu_id` (`None` for an unknown gpu_id).
+    #[must_use]
+    pub fn memory_usage(&self, gpu_id: u32) -> Option<GpuMemoryUsage> {
+        kfd::lock(&self.kfd.memory).usage(gpu_id)
+    }
+
+    /// Live buffer objects, on every GPU.
+    #[must_use]
+    pub fn buffer_count(&self) -> usize {
+        kfd::lock(&self.kfd.memory).bos.len()
+    }
+
+    /// The gpu_ids buffer `handle` is mapped on, in mapping order (`None` for no such buffer).
+    #[must_use]
+    pub fn buffer_mappings(&self, handle: u64) -> Option<Vec<u32>> {
+        kfd::lock(&self.kfd.memory).bos.get(&handle).map(|b| b.mapped.clone())
+    }
+
+    /// The `KFD_IOC_ALLOC_MEM_FLAGS_*` buffer `handle` was created with.
+    #[must_use]
+    pub fn buffer_flags(&self, handle: u64) -> Option<u32> {
+        kfd::lock(&self.kfd.memory).bos.get(&handle).map(|b| b.flags)
+    }
+
+    /// How many times a buffer was mapped on a device, in all (a resumed `MAP_MEMORY_TO_GPU`
+    /// must not map a device twice).
+    #[must_use]
+    pub fn device_map_count(&self) -> u64 {
+        kfd::lock(&self.kfd.memory).device_maps
+    }
+
+    /// Live simulated dma-bufs.
+    #[must_use]
+    pub fn dmabuf_count(&self) -> usize {
+        kfd::lock(&self.kfd.memory).dmabuf_count()
+    }
+
+    /// Makes the next `MAP_MEMORY_TO_GPU` map `devices` devices and then fail with `errno`,
+    /// reporting the progress in `n_success` — `EINTR` is a signal arriving mid-call (the caller
+    /// must resume from `n_success`), anything else a failure on the next device.
+    pub fn fail_next_map_after(&self, devices: u32, errno: Errno) {
+        kfd::lock(&self.kfd.memory).map_failure = Some((devices, errno));
+    }
+
+    /// Marks the buffer containing `va` as used by a queue (as `CREATE_QUEUE` does for its ring
+    /// and other buffers): unmapping and freeing it then fail with `EBUSY`. Returns its handle.
+    pub fn pin_buffer(&self, va: u64) -> Option<u64> {
+        let mut m = kfd::lock(&self.kfd.memory);
+        let h = m.buffer_at(va)?;
+        if let Some(b) = m.bos.get_mut(&h) {
+            b.queue_pins += 1;
+        }
+        Some(h)
+    }
+
+    /// Releases one queue's use of buffer `handle`.
+    pub fn unpin_buffer(&self, handle: u64) {
+        if let Some(b) = kfd::lock(&self.kfd.memory).bos.get_mut(&handle) {
+            b.queue_pins = b.queue_pins.saturating_sub(1);
+        }
+    }
+
+    /// Sets how many user queues the process has (`SET_XNACK_MODE` fails with `EBUSY` while
+    /// there are any).
+    pub fn set_live_queues(&self, queues: u32) {
+        kfd::lock(&self.kfd.memory).live_queues = queues;
+    }
+
+    /// Whether XNACK is on for the simulated process.
+    #[must_use]
+    pub fn xnack_enabled(&self) -> bool {
+        kfd::lock(&self.kfd.memory).xnack
+    }
+
+    /// The scratch backing address `SET_SCRATCH_BACKING_VA` programmed for `gpu_id` (in the
+    /// kernel's units: the value of `va_addr`).
+    #[must_use]
+    pub fn scratch_backing(&self, gpu_id: u32) -> Option<u64> {
+        kfd::lock(&self.kfd.memory).scratch.get(&gpu_id).copied()
+    }
+
+    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it, and the offset of `va` in
+    /// it: what the simulated GPU reads and writes.
+    ///
+    /// # Errors
+    /// `EFAULT` when the range is not inside one buffer mapped on that GPU (a GPU memory fault).
+    pub fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Result<(SimMapping, u64), Errno> {
+        kfd::lock(&self.kfd.memory).resolve(gpu_id, va, len)
+    }
 }
 
 /// The events side of the simulated kernel and GPU: what the simulated command processor and
@@ -329,7 +421,7 @@ impl hsakmt_core::platform::Host for SimPlatform {
     }
 
     fn process_id(&self) -> u32 {
-        std::process::id()
+        self.kfd.process_id()
     }
 
     fn env_var(&self, name: &str, buf: &mut [u8]) -> Option<usize> {

@@ -2,6 +2,7 @@
 //! measured in the same run.
 
 mod event;
+mod memory;
 mod stats;
 mod topology;
 
@@ -15,6 +16,9 @@ pub(crate) use stats::Samples;
 pub(crate) enum Group {
     /// Topology snapshot vs a plain read of the same files; in-memory parse.
     Topology,
+    /// Allocate + free pairs through the library over the simulator, and the library's own
+    /// share, next to the simulator's two ioctls.
+    Memory,
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
@@ -89,7 +93,7 @@ impl Row {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     let groups = if args.groups.is_empty() {
-        vec![Group::Topology, Group::Event]
+        vec![Group::Topology, Group::Memory, Group::Event]
     } else {
         args.groups.clone()
     };
@@ -97,6 +101,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     for g in groups {
         match g {
             Group::Topology => rows.extend(topology::run(args.scale)?),
+            Group::Memory => rows.extend(memory::run(args.scale)?),
             Group::Event => rows.extend(event::run(args.scale)?),
         }
     }

@@ -50,7 +50,7 @@
 
 use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
-use crate::device::{Error, Kfd};
+use crate::device::{Error, Kfd, MemoryStorage};
 use crate::event::{
     self, CallbackId, CallbackRegistry, DEFAULT_CALLBACK_CAPACITY, DEFAULT_EVENT_CAPACITY,
     EVENT_PAGE_SIZE, EVENT_SLOTS, EventHandle, EventRecord, EventTable, EventType, Filter, Fired,
@@ -428,7 +428,7 @@ fn ceil_ms(ns: u64) -> u32 {
     u32::try_from(ns.div_ceil(1_000_000)).unwrap_or(Timeout::KERNEL_INFINITE - 1)
 }
 
-impl<P: Platform> Kfd<P> {
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     fn ages(&self) -> bool {
         self.session.version().supports(since::EVENT_AGE)
     }
@@ -533,7 +533,7 @@ impl<P: Platform> Kfd<P> {
             // Old kernels map one page and use 256 slots of it.
             Err(_) => match map(4096) {
                 Ok(mapping) => Ok(EventPage { mapping, slots: LEGACY_EVENT_SLOTS }),
-                Err(errno) => Err(Error::Ioctl { name: "MMAP_EVENT_PAGE", errno }),
+                Err(errno) => Err(Error::Platform(errno)),
             },
         }
     }

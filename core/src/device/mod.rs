@@ -1,22 +1,32 @@
 //! [`Kfd`]: the hsaKmt-style facade over one [`Platform`] — open/close and version, the
-//! topology, and (in the sibling modules) memory, queues and events.
+//! topology, memory ([`memory`]: allocation, mapping, registration, dma-buf, SVM), and (in
+//! later modules) queues and events.
 //!
 //! `Kfd` is `Send + Sync`: its bookkeeping tables each sit behind their own `spin` lock, held
 //! only for bookkeeping — never across an ioctl or a wait — and queue submission takes no lock.
 //!
 //! `Kfd` is large (the topology snapshot alone is a few hundred KiB; tables grow with their
-//! capacities): keep it in a `static`, a `Box`, or a thread with a large stack.
+//! capacities): keep it in a `static`, a `Box`, or a thread with a large stack. Its memory
+//! capacity is a type parameter: [`Kfd::new`] stores [`DEFAULT_MEMORY_OBJECTS`] objects inline;
+//! [`Kfd::with_memory`] takes any [`MemoryTables`] (boxed slices for hundreds of thousands).
 
 mod event;
+pub mod memory;
 mod session;
 
 use core::fmt;
 
 use crate::error::{Errno, ErrorKind};
+use crate::memory as mem;
 use crate::platform::{Ioctl, OpenError, Platform};
 use crate::topology::{self, MIN_READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
+use memory::state::MemoryState;
+pub use memory::{
+    Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
+    PointerInfo, PointerKind,
+};
 use session::{Session, Usability};
 
 pub use event::{
@@ -76,6 +86,12 @@ pub enum Error {
     },
     /// The topology could not be read.
     Topology(topology::Error),
+    /// A memory operation was refused by the library's bookkeeping (bad argument, unknown
+    /// address, capacity, object in use).
+    Memory(mem::Error),
+    /// A platform call other than an ioctl failed: a CPU mapping, an address-space
+    /// reservation, opening a render node.
+    Platform(Errno),
     /// An event operation failed in the library's bookkeeping (stale handle, full table, …).
     Event(crate::event::Error),
 }
@@ -101,6 +117,8 @@ impl fmt::Display for Error {
             ),
             Self::Ioctl { name, errno } => write!(f, "AMDKFD_IOC_{name} failed: {errno}"),
             Self::Topology(e) => e.fmt(f),
+            Self::Memory(e) => e.fmt(f),
+            Self::Platform(e) => write!(f, "platform call failed: {e}"),
             Self::Event(e) => e.fmt(f),
         }
     }
@@ -115,6 +133,8 @@ impl crate::error::Error for Error {
             Self::NotSupported { .. } => ErrorKind::NotSupported,
             Self::Ioctl { errno, .. } => errno.kind(),
             Self::Topology(e) => e.kind(),
+            Self::Memory(e) => crate::error::Error::kind(e),
+            Self::Platform(e) => e.kind(),
             Self::Event(e) => e.kind(),
         }
     }
@@ -134,17 +154,24 @@ impl From<crate::event::Error> for Error {
     }
 }
 
-/// The KFD device facade over platform `P`.
-pub struct Kfd<P: Platform> {
+impl From<mem::Error> for Error {
+    fn from(e: mem::Error) -> Self {
+        Self::Memory(e)
+    }
+}
+
+/// The KFD device facade over platform `P`, with memory tables in storage `S`.
+pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY_OBJECTS>> {
     platform: P,
     session: Session,
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
     topology: spin::RwLock<Topology>,
+    memory: spin::Mutex<MemoryState<P::Mapping, S>>,
     events: event::Events<P::Mapping>,
 }
 
-impl<P: Platform> fmt::Debug for Kfd<P> {
+impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Kfd")
             .field("open_count", &self.session.count())
@@ -154,13 +181,30 @@ impl<P: Platform> fmt::Debug for Kfd<P> {
 }
 
 impl<P: Platform> Kfd<P> {
-    /// A closed device over `platform`.
+    /// A closed device over `platform`, with room for [`DEFAULT_MEMORY_OBJECTS`] memory objects
+    /// stored inline.
     pub const fn new(platform: P) -> Self {
         Self {
             platform,
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
+            memory: spin::Mutex::new(MemoryState::inline()),
+            events: event::Events::new(),
+        }
+    }
+}
+
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
+    /// A closed device over `platform` whose memory manager uses `tables` (their length fixes
+    /// the capacity; boxed slices let it reach hundreds of thousands of objects).
+    pub fn with_memory(platform: P, tables: MemoryTables<P::Mapping, S>) -> Self {
+        Self {
+            platform,
+            session: Session::new(),
+            lifecycle: spin::Mutex::new(()),
+            topology: spin::RwLock::new(Topology::new()),
+            memory: spin::Mutex::new(MemoryState::with_tables(tables)),
             events: event::Events::new(),
         }
     }
@@ -187,6 +231,7 @@ impl<P: Platform> Kfd<P> {
                 // The parent's descriptor and mappings are not ours; forget them.
                 self.platform.close();
                 self.session.reset();
+                self.forget_memory();
                 self.events.forget();
             }
             Usability::Closed => {}
@@ -215,19 +260,31 @@ impl<P: Platform> Kfd<P> {
         }
         let mut buf = [0u8; MIN_READ_BUFFER];
         self.topology.write().refresh(&self.platform, &self.platform, &mut buf)?;
+        // The memory manager's ioctls are issued before the session counts as open, so no
+        // other call can see a half-initialised memory state.
+        self.session.set_version(version);
+        if let Err(e) = self.open_memory() {
+            self.forget_memory();
+            return Err(e);
+        }
         self.session.start(pid, version);
         Ok(())
     }
 
-    /// Closes one open (`hsaKmtCloseKFD`); the last close closes `/dev/kfd`.
+    /// Closes one open (`hsaKmtCloseKFD`); the last close forgets every memory object and
+    /// closes `/dev/kfd` (the kernel releases the buffers).
     ///
     /// # Errors
-    /// [`Error::NotOpened`] when not open, [`Error::ForkedChild`] in a forked child.
+    /// [`Error::NotOpened`] when not open, [`Error::ForkedChild`] in a forked child;
+    /// [`mem::Error::MappingInUse`] when the last close finds a CPU view still held by a
+    /// caller (drop it first: a view must not outlive its memory) — the device stays open.
     pub fn close(&self) -> Result<(), Error> {
         let _guard = self.lifecycle.lock();
         self.check_open()?;
         if self.session.count() == 1 {
+            // Events first: the event page's view must go before the memory check.
             self.teardown_events();
+            self.close_memory()?;
         }
         if self.session.close() == 0 {
             self.platform.close();

@@ -61,6 +61,13 @@ impl Session {
         self.count.fetch_add(1, Ordering::AcqRel).saturating_add(1)
     }
 
+    /// Records the kernel's version before the device counts as open (open-time setup checks
+    /// it).
+    pub(crate) fn set_version(&self, version: KfdVersion) {
+        self.major.store(version.major, Ordering::Relaxed);
+        self.minor.store(version.minor, Ordering::Relaxed);
+    }
+
     /// Marks the device open (count 1) for `pid` with the kernel's `version`.
     pub(crate) fn start(&self, pid: u32, version: KfdVersion) {
         self.major.store(version.major, Ordering::Relaxed);

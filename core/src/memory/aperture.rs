@@ -444,6 +444,16 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> Aperture<S> {
         Ok(())
     }
 
+    /// Replaces the configuration and re-initialises the aperture over the same storage (see
+    /// [`Aperture::init`]); every allocation is forgotten.
+    ///
+    /// # Errors
+    /// As [`Aperture::init`]; the new configuration is kept even then, with no address space.
+    pub fn reconfigure(&mut self, config: ApertureConfig) -> Result<(), Error> {
+        self.config = config;
+        self.init()
+    }
+
     /// Adds a reserved slab `[base, base + size)` to a slab aperture.
     ///
     /// # Errors

@@ -17,6 +17,11 @@
 //!   lookups by start address, by interior pointer and by registered user-pointer range.
 //! - [`MemFlags`] (libhsakmt's `HsaMemFlags`, bit for bit) and [`NodeSet`] (a fixed set of node
 //!   ids).
+//! - [`kfd_flags`]: libhsakmt's translation of `HsaMemFlags` into `KFD_IOC_ALLOC_MEM_FLAGS_*`.
+//! - [`svm`]: typed shared-virtual-memory attributes.
+//!
+//! The operations that combine these with ioctls — allocate, free, map, register, export,
+//! query — are methods of [`Kfd`](crate::device::Kfd) (see [`crate::device`]).
 //!
 //! # Storage
 //! The large tables are generic over their storage, in the manner of `heapless`'
@@ -49,8 +54,10 @@ pub(crate) mod avl;
 
 pub mod aperture;
 mod flags;
+pub mod kfd_flags;
 mod nodeset;
 pub mod objects;
+pub mod svm;
 pub mod va;
 
 pub use flags::{CachePolicy, MemFlags, PageSize};
@@ -153,6 +160,80 @@ pub enum Error {
     NotSupported,
     /// The aperture is only reported to the runtime (LDS, scratch, MMIO), never allocated from.
     ReportedOnly,
+    /// A node id does not name a node of the topology.
+    UnknownNode {
+        /// The node id.
+        node: u32,
+    },
+    /// No GPU of this process has this gpu_id.
+    UnknownGpu {
+        /// The gpu_id.
+        gpu_id: u32,
+    },
+    /// The node has no GPU (or its GPU is not usable by this process), but the operation needs
+    /// one.
+    NotAGpu {
+        /// The node id.
+        node: u32,
+    },
+    /// A caller still holds a CPU view of the memory: drop it before freeing.
+    MappingInUse {
+        /// Start of the object.
+        addr: u64,
+    },
+    /// Another operation on the same object is in progress on another thread.
+    Busy {
+        /// Start of the object.
+        addr: u64,
+    },
+    /// The memory has no CPU mapping (device memory without `HostAccess`, address-only or
+    /// handle-only objects).
+    NoCpuAccess {
+        /// Start of the object.
+        addr: u64,
+    },
+    /// The object has no KFD buffer (an address-only or scratch reservation).
+    NoKfdBuffer {
+        /// Start of the object.
+        addr: u64,
+    },
+    /// The object cannot be mapped to GPUs: an address range without memory (`OnlyAddress`) or
+    /// memory without an address (`NoAddress`).
+    NotMappable {
+        /// Start of the object.
+        addr: u64,
+    },
+    /// The range `[addr, addr + size)` does not lie inside one object.
+    OutsideObject {
+        /// Start of the range.
+        addr: u64,
+        /// Size of the range.
+        size: u64,
+    },
+    /// The user memory is already registered to another set of nodes.
+    RegisteredToOtherNodes {
+        /// The user pointer.
+        addr: u64,
+    },
+    /// The address belongs to memory the library allocated, not to user memory.
+    NotUserMemory {
+        /// The address.
+        addr: u64,
+    },
+    /// An empty node list was given where nodes are required.
+    NoNodes,
+    /// The memory at this address is not registered.
+    NotRegistered {
+        /// The address.
+        addr: u64,
+    },
+    /// Some requested node is not among the nodes the memory is registered to.
+    NodesNotRegistered,
+    /// The GPU already has its scratch backing memory.
+    ScratchInUse {
+        /// The GPU's node id.
+        node: u32,
+    },
 }
 
 impl fmt::Display for Error {
@@ -193,6 +274,39 @@ impl fmt::Display for Error {
             Self::InvalidFlags => f.write_str("incompatible memory flags"),
             Self::NotSupported => f.write_str("unsupported memory request"),
             Self::ReportedOnly => f.write_str("aperture is reported only, not allocatable"),
+            Self::UnknownNode { node } => write!(f, "node {node} is not in the topology"),
+            Self::NotAGpu { node } => write!(f, "node {node} has no usable GPU"),
+            Self::UnknownGpu { gpu_id } => write!(f, "no GPU of this process has gpu_id {gpu_id}"),
+            Self::MappingInUse { addr } => {
+                write!(f, "a CPU view of the memory at {addr:#x} is still held; drop it first")
+            }
+            Self::Busy { addr } => {
+                write!(f, "another operation on the memory at {addr:#x} is in progress")
+            }
+            Self::NoCpuAccess { addr } => write!(f, "the memory at {addr:#x} has no CPU mapping"),
+            Self::NotMappable { addr } => write!(
+                f,
+                "the object at {addr:#x} has no memory or no address and cannot be GPU-mapped"
+            ),
+            Self::NoKfdBuffer { addr } => write!(f, "the object at {addr:#x} has no KFD buffer"),
+            Self::OutsideObject { addr, size } => write!(
+                f,
+                "the range of {size:#x} bytes at {addr:#x} is not inside one memory object"
+            ),
+            Self::RegisteredToOtherNodes { addr } => {
+                write!(f, "user memory at {addr:#x} is already registered to other nodes")
+            }
+            Self::NotUserMemory { addr } => {
+                write!(f, "{addr:#x} belongs to allocated memory, not to user memory")
+            }
+            Self::NoNodes => f.write_str("empty node list"),
+            Self::NotRegistered { addr } => write!(f, "the memory at {addr:#x} is not registered"),
+            Self::NodesNotRegistered => {
+                f.write_str("some node is not among the nodes the memory is registered to")
+            }
+            Self::ScratchInUse { node } => {
+                write!(f, "node {node} already has its scratch backing memory")
+            }
         }
     }
 }
@@ -218,6 +332,21 @@ impl error::Error for Error {
             Self::DuplicateUserptr { .. } => ErrorKind::AlreadyRegistered,
             Self::InvalidNode { .. } => ErrorKind::InvalidNode,
             Self::NotSupported | Self::ReportedOnly => ErrorKind::NotSupported,
+            Self::UnknownNode { .. } | Self::NotAGpu { .. } | Self::UnknownGpu { .. } => {
+                ErrorKind::InvalidNode
+            }
+            Self::MappingInUse { .. } | Self::Busy { .. } | Self::ScratchInUse { .. } => {
+                ErrorKind::Busy
+            }
+            Self::NoCpuAccess { .. }
+            | Self::NoKfdBuffer { .. }
+            | Self::NotMappable { .. }
+            | Self::OutsideObject { .. }
+            | Self::NoNodes
+            | Self::NodesNotRegistered => ErrorKind::InvalidArgument,
+            Self::NotRegistered { .. } => ErrorKind::NotRegistered,
+            Self::RegisteredToOtherNodes { .. } => ErrorKind::AlreadyRegistered,
+            Self::NotUserMemory { .. } => ErrorKind::InvalidHandle,
         }
     }
 }

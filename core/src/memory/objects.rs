@@ -488,41 +488,51 @@ struct UserViewMut<'a, T> {
     root: &'a mut u32,
 }
 
+#[inline]
 fn object<T>(slots: &[ObjectSlot<T>], i: u32) -> Option<&MemoryObject<T>> {
     slots.get(i as usize).and_then(|s| s.object.as_ref())
 }
 
+#[inline]
 fn start_links(nodes: &[IndexNode], i: u32) -> Links {
     nodes.get(i as usize).map_or(Links::EMPTY, |n| n.links)
 }
 
+#[inline]
 fn start_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
     object(slots, i).map_or(0, MemoryObject::end)
 }
 
+#[inline]
 fn user_links<T>(slots: &[ObjectSlot<T>], i: u32) -> Links {
     slots.get(i as usize).map_or(Links::EMPTY, |s| s.by_user)
 }
 
+#[inline]
 fn user_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
     object(slots, i).and_then(|o| o.userptr).map_or(0, |u| u.end())
 }
 
+#[inline]
 fn user_max_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
     slots.get(i as usize).map_or(0, |s| s.user_max_end)
 }
 
 impl<T> Tree for StartView<'_, T> {
     const INTERVAL: bool = false;
+    #[inline]
     fn links(&self, i: u32) -> Links {
         start_links(self.nodes, i)
     }
+    #[inline]
     fn end(&self, i: u32) -> u64 {
         start_end(self.slots, i)
     }
+    #[inline]
     fn max_end(&self, _i: u32) -> u64 {
         0
     }
+    #[inline]
     fn root(&self) -> u32 {
         self.root
     }
@@ -530,25 +540,32 @@ impl<T> Tree for StartView<'_, T> {
 
 impl<T> Tree for StartViewMut<'_, T> {
     const INTERVAL: bool = false;
+    #[inline]
     fn links(&self, i: u32) -> Links {
         start_links(self.nodes, i)
     }
+    #[inline]
     fn end(&self, i: u32) -> u64 {
         start_end(self.slots, i)
     }
+    #[inline]
     fn max_end(&self, _i: u32) -> u64 {
         0
     }
+    #[inline]
     fn root(&self) -> u32 {
         *self.root
     }
 }
 
 impl<T> TreeMut for StartViewMut<'_, T> {
+    #[inline]
     fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
         self.nodes.get_mut(i as usize).map(|n| &mut n.links)
     }
+    #[inline]
     fn set_max_end(&mut self, _i: u32, _value: u64) {}
+    #[inline]
     fn set_root(&mut self, root: u32) {
         *self.root = root;
     }
@@ -556,15 +573,19 @@ impl<T> TreeMut for StartViewMut<'_, T> {
 
 impl<T> Tree for UserView<'_, T> {
     const INTERVAL: bool = true;
+    #[inline]
     fn links(&self, i: u32) -> Links {
         user_links(self.slots, i)
     }
+    #[inline]
     fn end(&self, i: u32) -> u64 {
         user_end(self.slots, i)
     }
+    #[inline]
     fn max_end(&self, i: u32) -> u64 {
         user_max_end(self.slots, i)
     }
+    #[inline]
     fn root(&self) -> u32 {
         self.root
     }
@@ -572,29 +593,36 @@ impl<T> Tree for UserView<'_, T> {
 
 impl<T> Tree for UserViewMut<'_, T> {
     const INTERVAL: bool = true;
+    #[inline]
     fn links(&self, i: u32) -> Links {
         user_links(self.slots, i)
     }
+    #[inline]
     fn end(&self, i: u32) -> u64 {
         user_end(self.slots, i)
     }
+    #[inline]
     fn max_end(&self, i: u32) -> u64 {
         user_max_end(self.slots, i)
     }
+    #[inline]
     fn root(&self) -> u32 {
         *self.root
     }
 }
 
 impl<T> TreeMut for UserViewMut<'_, T> {
+    #[inline]
     fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
         self.slots.get_mut(i as usize).map(|s| &mut s.by_user)
     }
+    #[inline]
     fn set_max_end(&mut self, i: u32, value: u64) {
         if let Some(s) = self.slots.get_mut(i as usize) {
             s.user_max_end = value;
         }
     }
+    #[inline]
     fn set_root(&mut self, root: u32) {
         *self.root = root;
     }

@@ -17,8 +17,8 @@
 //!   exception data, or the age, of each activated event is copied out. Timeouts run on the
 //!   platform clock; each wait blocks on its own condition variable, so any number of threads
 //!   can wait at once and no signal interrupts them.
-//! - events belong to the process, not to the open file: they survive a close and reopen by the
-//!   same process, as `kfd_process` does.
+//! - as for the rest of the simulated process state, closing the device ends the events and the
+//!   event page (amdkfd keeps them until the process exits; see `KfdModel::close`).
 //!
 //! The GPU side: [`SimEvents::interrupt`] is the interrupt handler (acknowledge the mailbox,
 //! set the event), [`SimEvents::memory_fault`] and [`SimEvents::gpu_reset`] raise the exception
@@ -90,8 +90,6 @@ struct Page {
 
 #[derive(Debug)]
 struct State {
-    /// The process the events belong to.
-    owner: u32,
     events: BTreeMap<u32, Event>,
     /// Signal events plus the reserved id 0 (`signal_event_count`).
     signal_count: u64,
@@ -105,9 +103,8 @@ struct State {
 }
 
 impl State {
-    fn new(owner: u32) -> Self {
+    fn new() -> Self {
         Self {
-            owner,
             events: BTreeMap::new(),
             signal_count: 1,
             page: None,
@@ -189,25 +186,34 @@ pub(crate) struct SimEvents {
 
 impl SimEvents {
     pub(crate) fn new() -> Self {
-        Self { state: Mutex::new(State::new(0)) }
+        Self { state: Mutex::new(State::new()) }
     }
 
-    /// The state of the calling process (a new process starts with none, as `kfd_process`).
     fn lock(&self) -> MutexGuard<'_, State> {
-        let mut s = super::lock(&self.state);
-        let pid = std::process::id();
-        if s.owner != pid {
-            *s = State::new(pid);
+        super::lock(&self.state)
+    }
+
+    /// Ends every event (their waiters fail) and forgets the page.
+    pub(crate) fn end_all(&self) {
+        let mut s = self.lock();
+        for w in s.waits.values_mut() {
+            for e in &mut w.entries {
+                e.gone = true;
+            }
+            w.wake.notify_one();
         }
-        s
+        // Waiters still blocked keep their records (they find them gone and fail).
+        let waits = std::mem::take(&mut s.waits);
+        *s = State { waits, next_wait: s.next_wait, sleeping: s.sleeping, ..State::new() };
     }
 
     /// `AMDKFD_IOC_CREATE_EVENT`. `user_page` resolves a buffer handle passed as
-    /// `event_page_offset` to its memory (`None`: no such buffer).
+    /// `event_page_offset` to its memory (and marks the buffer unfreeable), or fails as the
+    /// kernel does.
     pub(crate) fn create(
         &self,
         args: &mut kfd_ioctl_create_event_args,
-        user_page: impl FnOnce(u64) -> Option<LinuxMapping>,
+        user_page: impl FnOnce(u64) -> Result<LinuxMapping, Errno>,
     ) -> Result<(), Errno> {
         let mut s = self.lock();
         if args.event_page_offset != 0 {
@@ -215,7 +221,7 @@ impl SimEvents {
             if s.page.is_some() {
                 return Err(Errno::EINVAL);
             }
-            let memory = user_page(args.event_page_offset).ok_or(Errno::EINVAL)?;
+            let memory = user_page(args.event_page_offset)?;
             if (memory.len() as u64) < EVENT_PAGE_SIZE {
                 return Err(Errno::EINVAL);
             }
@@ -231,7 +237,7 @@ impl SimEvents {
                 return Err(Errno::ENOSPC);
             }
             if s.page.is_none() {
-                let memory = hsakmt_linux::mapping::map_anonymous_anywhere(EVENT_PAGE_SIZE)?;
+                let memory = hsakmt_linux::mapping::map_shared_anywhere(EVENT_PAGE_SIZE)?;
                 fill_unsignaled(&memory);
                 s.page = Some(Page { memory, user_handle: 0 });
                 // Oldest user mode expects 256 event slots.

@@ -1,5 +1,7 @@
 //! The emulated `/dev/kfd`: ioctls validated and answered the way amdkfd's `kfd_chardev.c`
-//! does, with the same errnos.
+//! does, with the same errnos. Memory ioctls live in [`memory`].
+
+pub(crate) mod memory;
 
 mod event;
 
@@ -10,11 +12,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use hsakmt_core::error::Errno;
 use hsakmt_core::event::KFD_MMAP_TYPE_EVENTS;
 use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
-use hsakmt_core::topology::{NodeKind, Topology};
+use hsakmt_core::topology::{HeapType, NodeKind, Topology};
 use hsakmt_core::uapi::{
-    KFD_IOC_CACHE_POLICY_NONCOHERENT, kfd_ioctl_acquire_vm_args, kfd_ioctl_get_version_args,
-    kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
+    KFD_IOC_CACHE_POLICY_NONCOHERENT, ioctl_by_nr, kfd_ioctl_acquire_vm_args,
+    kfd_ioctl_get_version_args, kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
 };
+use hsakmt_linux::fork::PidCache;
 
 use crate::SimPlatform;
 use crate::fault::Faults;
@@ -39,20 +42,30 @@ pub enum DeviceState {
     },
 }
 
+/// VRAM the simulator gives a GPU whose profile has no frame-buffer bank (16 GiB, large BAR).
+pub const FALLBACK_VRAM: u64 = 16 << 30;
+
 /// A GPU of the simulated machine, from its topology profile.
 #[derive(Debug, Clone)]
 pub(crate) struct Gpu {
     pub(crate) gpu_id: u32,
     pub(crate) render_minor: u32,
+    /// VRAM bytes (the frame-buffer banks of the profile).
+    pub(crate) vram_size: u64,
+    /// All VRAM is CPU-visible (a `FB_PUBLIC` bank: large BAR).
+    pub(crate) large_bar: bool,
+    /// gfx9.0.10 / 9.4 / 9.5: XNACK can be turned on.
+    pub(crate) xnack_capable: bool,
 }
 
 /// Virtual-address layout the simulated kernel reports per GPU (gfx9+ rules of
-/// `kfd_flat_memory.c`: LDS at 1 << 48, scratch at 2 << 48, GPUVM from `SVM_USER_BASE` to the
-/// 48-bit VM size).
+/// `kfd_flat_memory.c`: LDS at 1 << 48, scratch at 2 << 48, GPUVM from `SVM_USER_BASE` up to
+/// the start of the GMC hole: a 48-bit VM gives user space 47 bits, `gpuvm_size` =
+/// `AMDGPU_GMC_HOLE_START` = 2^47).
 pub(crate) const LDS_BASE: u64 = 1 << 48;
 pub(crate) const SCRATCH_BASE: u64 = 2 << 48;
 pub(crate) const GPUVM_BASE: u64 = 4 * 4096;
-pub(crate) const GPUVM_LIMIT: u64 = (1 << 48) - 1;
+pub(crate) const GPUVM_LIMIT: u64 = (1 << 47) - 1;
 
 fn aperture_limit(base: u64) -> u64 {
     (base & 0xFFFF_FFFF_0000_0000) | 0xFFFF_FFFF
@@ -74,6 +87,8 @@ pub(crate) struct KfdModel {
     state: DeviceState,
     session: Mutex<Session>,
     opens: AtomicU32,
+    pub(crate) memory: Mutex<memory::Memory>,
+    pid: PidCache,
     pub(crate) events: event::SimEvents,
 }
 
@@ -83,16 +98,34 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl KfdModel {
     pub(crate) fn new(topology: &Topology, version: (u32, u32), state: DeviceState) -> Self {
-        let gpus = topology
+        let gpus: Vec<Gpu> = topology
             .nodes()
-            .filter(|n| n.kind() != NodeKind::Cpu && n.is_accessible())
-            .filter_map(|n| {
+            .filter(|v| v.node().kind() != NodeKind::Cpu && v.node().is_accessible())
+            .filter_map(|v| {
+                let n = v.node();
+                let heaps = || v.mem_banks().iter().filter_map(|b| b.heap_type());
+                let gfx = n.gfx();
                 Some(Gpu {
                     gpu_id: n.gpu_id().filter(|g| *g != 0)?,
                     render_minor: n.drm_render_minor().unwrap_or(0),
+                    vram_size: v.vram_bytes().unwrap_or(FALLBACK_VRAM),
+                    large_bar: heaps().all(|h| h != HeapType::FrameBufferPrivate),
+                    xnack_capable: gfx.is_some_and(|g| {
+                        g.major == 9 && (g.minor >= 4 || (g.minor == 0 && g.stepping == 10))
+                    }),
                 })
             })
             .collect();
+        let memory = memory::Memory::new(
+            gpus.iter()
+                .map(|g| memory::GpuMemory {
+                    gpu_id: g.gpu_id,
+                    vram_size: g.vram_size,
+                    large_bar: g.large_bar,
+                    xnack_capable: g.xnack_capable,
+                })
+                .collect(),
+        );
         Self {
             gpus,
             version,
@@ -100,12 +133,19 @@ impl KfdModel {
             state,
             session: Mutex::new(Session::default()),
             opens: AtomicU32::new(0),
+            memory: Mutex::new(memory),
+            pid: PidCache::new(),
             events: event::SimEvents::new(),
         }
     }
 
     pub(crate) fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {
         self.gpus.iter().find(|g| g.gpu_id == gpu_id).ok_or(Errno::EINVAL)
+    }
+
+    /// The calling process's id (cached; a fork clears the cache).
+    pub(crate) fn process_id(&self) -> u32 {
+        self.pid.get()
     }
 
     /// How many times the device was opened.
@@ -124,18 +164,23 @@ impl KfdModel {
             }
         }
         let mut s = lock(&self.session);
-        let pid = std::process::id();
+        let pid = self.pid.get();
         if !s.open || s.owner != pid {
             *s = Session { open: true, owner: pid, vms: HashMap::new() };
+            self.events.end_all();
             self.opens.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
 
+    /// Closing the device ends the process's KFD state: buffers, SVM ranges, settings, events
+    /// and the event page.
     fn close(&self) {
         let mut s = lock(&self.session);
         s.open = false;
         s.vms.clear();
+        self.events.end_all();
+        lock(&self.memory).reset();
     }
 
     /// Dispatches one ioctl like `kfd_ioctl`: fault injection first, then the owner check
@@ -144,30 +189,50 @@ impl KfdModel {
         if let Some(errno) = self.faults.on_ioctl(request.nr()) {
             return Err(errno);
         }
-        {
+        // A kernel older than the ioctl has no table entry for it.
+        if ioctl_by_nr(request.nr()).is_some_and(|i| i.since_minor > self.version.1) {
+            return Err(Errno::ENOTTY);
+        }
+        let vms = {
             let s = lock(&self.session);
-            if !s.open || s.owner != std::process::id() {
+            if !s.open || s.owner != self.pid.get() {
                 return Err(Errno::EBADF);
             }
-        }
+            s.vms.clone()
+        };
+        let vm = |gpu_id: u32| vms.contains_key(&gpu_id);
         match request {
             Ioctl::GetVersion(a) => {
                 self.get_version(a);
                 Ok(())
             }
             Ioctl::GetProcessAperturesNew { args, apertures } => {
-                args.num_of_nodes = self.apertures(args.num_of_nodes, apertures);
+                // The slice is the user array (the platform fills `num_of_nodes` from it).
+                let requested = u32::try_from(apertures.len()).unwrap_or(u32::MAX);
+                args.num_of_nodes = self.apertures(requested, apertures);
                 Ok(())
             }
             Ioctl::AcquireVm(a) => self.acquire_vm(a),
             Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
-            // Buffer handles passed as `event_page_offset` name no buffer until the simulator
-            // models memory objects: EINVAL, as the kernel answers for an unknown handle.
-            Ioctl::CreateEvent(a) => self.events.create(a, |_handle| None),
+            // A buffer handle in `event_page_offset` must name a GTT buffer (kfd_kmap_event_page).
+            Ioctl::CreateEvent(a) => {
+                self.events.create(a, |handle| lock(&self.memory).kmap_event_page(handle))
+            }
             Ioctl::DestroyEvent(a) => self.events.destroy(a.event_id),
             Ioctl::SetEvent(a) => self.events.set(a.event_id),
             Ioctl::ResetEvent(a) => self.events.reset(a.event_id),
             Ioctl::WaitEvents { args, events } => self.events.wait(args, events),
+            Ioctl::AllocMemoryOfGpu(a) => lock(&self.memory).alloc(a, vm(a.gpu_id)),
+            Ioctl::FreeMemoryOfGpu(a) => lock(&self.memory).free(a),
+            Ioctl::MapMemoryToGpu { args, devices } => lock(&self.memory).map(args, devices, vm),
+            Ioctl::UnmapMemoryFromGpu { args, devices } => lock(&self.memory).unmap(args, devices),
+            Ioctl::AvailableMemory(a) => lock(&self.memory).available(a),
+            Ioctl::ExportDmabuf(a) => lock(&self.memory).export(a),
+            Ioctl::GetDmabufInfo { args, .. } => lock(&self.memory).dmabuf_info(args),
+            Ioctl::ImportDmabuf(a) => lock(&self.memory).import(a, vm(a.gpu_id)),
+            Ioctl::Svm { args, attrs } => lock(&self.memory).svm(args, attrs),
+            Ioctl::SetXnackMode(a) => lock(&self.memory).set_xnack(a),
+            Ioctl::SetScratchBackingVa(a) => lock(&self.memory).set_scratch(a, vm(a.gpu_id)),
             // Not (yet) modelled: what a kernel without the ioctl answers.
             _ => Err(Errno::ENOTTY),
         }
@@ -233,7 +298,7 @@ impl KfdModel {
     /// Whether the device is open by the calling process.
     pub(crate) fn is_open_by_caller(&self) -> bool {
         let s = lock(&self.session);
-        s.open && s.owner == std::process::id()
+        s.open && s.owner == self.pid.get()
     }
 
     /// Whether `gpu_id`'s VM was acquired in this session.
@@ -265,7 +330,9 @@ impl KfdDevice for SimPlatform {
         }
     }
 
-    fn close_fd(&self, _fd: u32) {}
+    fn close_fd(&self, fd: u32) {
+        lock(&self.kfd.memory).close_fd(fd);
+    }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         hsakmt_linux::mapping::reserve(hint, size, align)
@@ -282,26 +349,33 @@ impl KfdDevice for SimPlatform {
         addr: Option<u64>,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
-        if !self.kfd.is_open_by_caller() {
-            return Err(Errno::EBADF);
-        }
         match offset {
             // The simulator hands out the page where it lives (a kernel would map the same
             // pages again), so it cannot honour a fixed address.
-            KFD_MMAP_TYPE_EVENTS if addr.is_none() => self.kfd.events.map(size),
-            _ => Err(Errno::EINVAL),
+            KFD_MMAP_TYPE_EVENTS if addr.is_none() => {
+                if !self.kfd.is_open_by_caller() {
+                    return Err(Errno::EBADF);
+                }
+                self.kfd.events.map(size)
+            }
+            KFD_MMAP_TYPE_EVENTS => Err(Errno::EINVAL),
+            _ => lock(&self.kfd.memory).map_kfd(offset, addr),
         }
     }
 
     fn map_buffer(
         &self,
-        _render_fd: u32,
-        _offset: u64,
-        _size: u64,
-        _addr: u64,
+        render_fd: u32,
+        offset: u64,
+        size: u64,
+        addr: u64,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
-        Err(Errno::EINVAL)
+        let gpu = render_fd
+            .checked_sub(RENDER_FD_BASE)
+            .and_then(|minor| self.kfd.gpus.iter().find(|g| g.render_minor == minor))
+            .map(|g| g.gpu_id);
+        lock(&self.kfd.memory).map_buffer(gpu, offset, size, addr)
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {

@@ -1,0 +1,464 @@
+//! The memory manager's state inside [`Kfd`](crate::device::Kfd): the object table, the
+//! apertures, the per-node table built at open, and the process-wide settings — plus the
+//! storage abstraction that fixes their capacities.
+//!
+//! Everything here is bookkeeping: no method performs I/O. The `Kfd` methods take the lock,
+//! ask this state *where* and *what*, release the lock, issue the ioctl, and come back to record
+//! the outcome.
+
+use core::fmt;
+
+use crate::memory::aperture::{
+    Aperture, ApertureAllocation, ApertureConfig, ApertureKind, ReportedAperture,
+};
+use crate::memory::objects::{IndexNode, MemoryHandle, ObjectSlot, ObjectTable};
+use crate::memory::va::VaSlot;
+use crate::memory::{Error, NodeSet, PAGE_SIZE};
+use crate::platform::SharedMemory;
+
+/// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: an application with
+/// up to a thousand live buffers (about 0.7 MiB of tables, inline, small enough for a `Box::new`
+/// through an ordinary 8 MiB main-thread stack in debug builds). Build with
+/// [`Kfd::with_memory`](crate::device::Kfd::with_memory) for more.
+pub const DEFAULT_MEMORY_OBJECTS: usize = 1024;
+
+/// The most topology nodes the memory manager tracks (node ids `0..MAX_NODES`).
+pub const MAX_NODES: usize = NodeSet::CAPACITY as usize;
+
+/// Size of each address-space slab reserved for the SVM aperture in slab mode (grown on demand;
+/// a request larger than this reserves a slab of its own size).
+pub const SLAB_SIZE: u64 = 64 << 30;
+
+/// How many reserved ranges (slabs, or the reserved-mode range) are kept for the life of the
+/// device facade.
+pub const MAX_RESERVATIONS: usize = crate::memory::va::MAX_RANGES;
+
+/// The storage of the memory manager's tables, in the manner of `heapless`: which arrays hold the
+/// object table and the descriptors of each aperture. `M` is the platform's mapping type.
+///
+/// [`Inline`] stores everything in the device facade (capacity fixed at compile time); a `std`
+/// crate can provide boxed slices (see `hsakmt_linux::BoxedMemory`).
+pub trait MemoryStorage<M> {
+    /// Start-index nodes of the object table (one per object).
+    type IndexNodes: AsRef<[IndexNode]> + AsMut<[IndexNode]>;
+    /// Object slots (one per object).
+    type Slots: AsRef<[ObjectSlot<MemoryPayload<M>>]> + AsMut<[ObjectSlot<MemoryPayload<M>>]>;
+    /// Block descriptors of one aperture (about two per live allocation).
+    type VaSlots: AsRef<[VaSlot]> + AsMut<[VaSlot]>;
+}
+
+/// The arrays of a memory manager, handed to
+/// [`Kfd::with_memory`](crate::device::Kfd::with_memory). The object capacity is the shorter
+/// of `index` and `slots`; every aperture needs about two descriptors per live allocation in it.
+pub struct MemoryTables<M, S: MemoryStorage<M>> {
+    /// Start-index nodes, all [`IndexNode::EMPTY`].
+    pub index: S::IndexNodes,
+    /// Object slots, all [`ObjectSlot::new`].
+    pub slots: S::Slots,
+    /// Descriptors of the default SVM aperture.
+    pub default_va: S::VaSlots,
+    /// Descriptors of the coherent SVM aperture (used in reserved-SVM mode only).
+    pub coherent_va: S::VaSlots,
+    /// Descriptors of the `NoAddress` handle window.
+    pub handle_va: S::VaSlots,
+}
+
+/// Inline storage for `N` objects (and `2·N` descriptors per aperture).
+#[derive(Debug, Clone, Copy)]
+pub struct Inline<const N: usize>;
+
+/// `2·N` VA descriptors stored inline (`[[VaSlot; N]; 2]`, viewed as one slice).
+#[derive(Debug, Clone)]
+pub struct VaArray<const N: usize>([[VaSlot; N]; 2]);
+
+impl<const N: usize> VaArray<N> {
+    /// Unused descriptors.
+    pub const EMPTY: Self = Self([[VaSlot::EMPTY; N]; 2]);
+}
+
+impl<const N: usize> AsRef<[VaSlot]> for VaArray<N> {
+    fn as_ref(&self) -> &[VaSlot] {
+        self.0.as_flattened()
+    }
+}
+
+impl<const N: usize> AsMut<[VaSlot]> for VaArray<N> {
+    fn as_mut(&mut self) -> &mut [VaSlot] {
+        self.0.as_flattened_mut()
+    }
+}
+
+impl<M, const N: usize> MemoryStorage<M> for Inline<N> {
+    type IndexNodes = [IndexNode; N];
+    type Slots = [ObjectSlot<MemoryPayload<M>>; N];
+    type VaSlots = VaArray<N>;
+}
+
+impl<M, const N: usize> MemoryTables<M, Inline<N>> {
+    /// Empty inline tables.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            index: [IndexNode::EMPTY; N],
+            slots: [const { ObjectSlot::new() }; N],
+            default_va: VaArray::EMPTY,
+            coherent_va: VaArray::EMPTY,
+            handle_va: VaArray::EMPTY,
+        }
+    }
+}
+
+impl<M, const N: usize> MemoryState<M, Inline<N>> {
+    /// Empty inline tables (`const`, unlike [`MemoryState::with_tables`]).
+    pub(crate) const fn inline() -> Self {
+        Self::from_parts(
+            [IndexNode::EMPTY; N],
+            [const { ObjectSlot::new() }; N],
+            VaArray::EMPTY,
+            VaArray::EMPTY,
+            VaArray::EMPTY,
+        )
+    }
+}
+
+impl<M, const N: usize> Default for MemoryTables<M, Inline<N>> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Which aperture an allocation came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) enum ApertureId {
+    Default,
+    Coherent,
+    Handles,
+}
+
+/// What the library keeps per memory object besides the table's own fields: the CPU mapping
+/// (one clone; callers get more), the address range to give back, the GPU its buffer lives on,
+/// and whether an operation is in flight.
+pub struct MemoryPayload<M> {
+    pub(crate) mapping: Option<M>,
+    pub(crate) va: Option<(ApertureId, ApertureAllocation)>,
+    /// gpu_id the KFD buffer(s) were created on (0: none).
+    pub(crate) gpu_id: u32,
+    /// An ioctl on this object is in progress (set and cleared under the lock).
+    pub(crate) busy: bool,
+    /// The buffer came from a dma-buf import.
+    pub(crate) imported: bool,
+}
+
+impl<M> MemoryPayload<M> {
+    pub(crate) const fn new(
+        mapping: Option<M>,
+        va: Option<(ApertureId, ApertureAllocation)>,
+        gpu_id: u32,
+    ) -> Self {
+        Self { mapping, va, gpu_id, busy: false, imported: false }
+    }
+}
+
+impl<M> fmt::Debug for MemoryPayload<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryPayload")
+            .field("mapped_for_cpu", &self.mapping.is_some())
+            .field("gpu_id", &self.gpu_id)
+            .field("busy", &self.busy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the memory manager knows about one topology node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeInfo {
+    /// The node is in the topology (and accessible).
+    pub(crate) present: bool,
+    /// KFD gpu_id; 0 for a CPU node.
+    pub(crate) gpu_id: u32,
+    /// Render-node descriptor for CPU mappings of this GPU's buffers.
+    pub(crate) render_fd: u32,
+    /// DRM render minor.
+    pub(crate) render_minor: u32,
+    /// Device memory comes from the SVM apertures (canonical GPUVM).
+    pub(crate) svm: bool,
+    /// The GPU supports the SVM API (`HSA_CAP_SVMAPI_SUPPORTED`).
+    pub(crate) svm_api: bool,
+    /// gfx 9.5.0.
+    pub(crate) gfx950: bool,
+    /// gfx 7.0.x (Kaveri: the only part where `hsaKmtSetMemoryPolicy` applies).
+    pub(crate) kaveri: bool,
+    /// PCI device id.
+    pub(crate) device_id: u32,
+    /// GPUs that can map this GPU's memory (itself included): libhsakmt's
+    /// `usable_peer_id_array`.
+    pub(crate) peers: NodeSet,
+    pub(crate) lds: ReportedAperture,
+    pub(crate) scratch: ReportedAperture,
+    pub(crate) gpuvm: ReportedAperture,
+    /// Start of this GPU's scratch backing object, when allocated.
+    pub(crate) scratch_backing: Option<u64>,
+}
+
+impl NodeInfo {
+    const EMPTY: Self = Self {
+        present: false,
+        gpu_id: 0,
+        render_fd: 0,
+        render_minor: 0,
+        svm: false,
+        svm_api: false,
+        gfx950: false,
+        kaveri: false,
+        device_id: 0,
+        peers: NodeSet::EMPTY,
+        lds: ReportedAperture { kind: ApertureKind::Lds { node: 0 }, base: 0, limit: 0 },
+        scratch: ReportedAperture { kind: ApertureKind::Scratch { node: 0 }, base: 0, limit: 0 },
+        gpuvm: ReportedAperture { kind: ApertureKind::Mmio { node: 0 }, base: 0, limit: 0 },
+        scratch_backing: None,
+    };
+
+    pub(crate) const fn is_gpu(&self) -> bool {
+        self.present && self.gpu_id != 0
+    }
+}
+
+/// Process-wide settings read from the environment at open (libhsakmt's `fmm.c` globals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MemorySettings {
+    /// `HSA_DISABLE_CACHE`: all memory coherent and uncached.
+    pub disable_cache: bool,
+    /// `HSA_USERPTR_FOR_PAGED_MEM` (default on): paged system memory is anonymous memory made
+    /// a user-pointer buffer, rather than a GTT buffer.
+    pub userptr_for_paged_mem: bool,
+    /// `HSA_RESERVE_SVM`: manage a reserved SVM range in user space even on 48-bit GPUs.
+    pub reserve_svm: bool,
+    /// `HSA_SVM_GUARD_PAGES` (default 1).
+    pub guard_pages: u32,
+    /// `HSA_MAX_VA_ALIGN`: the slab aperture's maximum alignment order, when set.
+    pub max_va_align: Option<u32>,
+    /// `HSA_HIGH_PRECISION_MODE`: MFMA high precision on GFX950 (`SET_MEMORY_POLICY`).
+    pub high_precision: bool,
+}
+
+impl MemorySettings {
+    /// libhsakmt's defaults (no variable set).
+    pub const DEFAULT: Self = Self {
+        disable_cache: false,
+        userptr_for_paged_mem: true,
+        reserve_svm: false,
+        guard_pages: crate::memory::aperture::DEFAULT_GUARD_PAGES,
+        max_va_align: None,
+        high_precision: false,
+    };
+}
+
+/// How the SVM apertures are set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SvmMode {
+    /// No GPU with canonical GPUVM: no SVM aperture (device memory is not supported).
+    None,
+    /// Kernel-chosen slabs grow one aperture serving coarse- and fine-grained memory (every GPU
+    /// has ≥ 47-bit GPUVM and `HSA_RESERVE_SVM` is unset).
+    Slabs,
+    /// One reserved range split into the coherent aperture (first quarter) and the default
+    /// aperture.
+    Reserved,
+}
+
+/// The memory manager's state (behind the device facade's memory lock).
+pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
+    pub(crate) objects: ObjectTable<MemoryPayload<M>, (S::IndexNodes, S::Slots)>,
+    pub(crate) default: Aperture<S::VaSlots>,
+    pub(crate) coherent: Aperture<S::VaSlots>,
+    pub(crate) handles: Aperture<S::VaSlots>,
+    pub(crate) mode: SvmMode,
+    pub(crate) handles_ready: bool,
+    pub(crate) nodes: [NodeInfo; MAX_NODES],
+    /// GPU nodes whose apertures the kernel reported (the "all GPUs" set).
+    pub(crate) gpus: NodeSet,
+    pub(crate) settings: MemorySettings,
+    /// Some node is a dGPU (`hsakmt_is_dgpu`).
+    pub(crate) is_dgpu: bool,
+    /// Object slots promised to allocations whose ioctl is in flight.
+    pub(crate) pending: u32,
+    /// Address ranges reserved from the platform, kept for the life of the facade and reused by
+    /// the next open (libhsakmt keeps its SVM reservation across close and reopen too).
+    pub(crate) reservations: [(u64, u64); MAX_RESERVATIONS],
+    pub(crate) reservation_count: usize,
+}
+
+impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
+    pub(crate) fn with_tables(tables: MemoryTables<M, S>) -> Self {
+        let MemoryTables { index, slots, default_va, coherent_va, handle_va } = tables;
+        Self::from_parts(index, slots, default_va, coherent_va, handle_va)
+    }
+
+    const fn from_parts(
+        index: S::IndexNodes,
+        slots: S::Slots,
+        default_va: S::VaSlots,
+        coherent_va: S::VaSlots,
+        handle_va: S::VaSlots,
+    ) -> Self {
+        let unset = ApertureConfig::reserved(ApertureKind::SvmDefault, 0, 0);
+        Self {
+            objects: ObjectTable::with_storage((index, slots)),
+            default: Aperture::with_storage(unset, default_va),
+            coherent: Aperture::with_storage(
+                ApertureConfig { kind: ApertureKind::SvmCoherent, ..unset },
+                coherent_va,
+            ),
+            handles: Aperture::with_storage(
+                ApertureConfig { kind: ApertureKind::MemHandle, ..unset },
+                handle_va,
+            ),
+            mode: SvmMode::None,
+            handles_ready: false,
+            nodes: [NodeInfo::EMPTY; MAX_NODES],
+            gpus: NodeSet::EMPTY,
+            settings: MemorySettings::DEFAULT,
+            is_dgpu: false,
+            pending: 0,
+            reservations: [(0, 0); MAX_RESERVATIONS],
+            reservation_count: 0,
+        }
+    }
+
+    /// Forgets every object and node (dropping CPU mappings); keeps the reservations.
+    pub(crate) fn reset(&mut self) {
+        self.objects.clear();
+        self.mode = SvmMode::None;
+        self.handles_ready = false;
+        self.nodes = [NodeInfo::EMPTY; MAX_NODES];
+        self.gpus = NodeSet::EMPTY;
+        self.settings = MemorySettings::DEFAULT;
+        self.is_dgpu = false;
+        self.pending = 0;
+    }
+
+    pub(crate) fn aperture_mut(&mut self, id: ApertureId) -> &mut Aperture<S::VaSlots> {
+        match id {
+            ApertureId::Default => &mut self.default,
+            ApertureId::Coherent => &mut self.coherent,
+            ApertureId::Handles => &mut self.handles,
+        }
+    }
+
+    /// Gives an address range back to its aperture (errors mean it was already given back,
+    /// which the callers' protocol rules out; nothing to undo either way).
+    pub(crate) fn release_va(&mut self, va: Option<(ApertureId, ApertureAllocation)>) {
+        if let Some((id, alloc)) = va {
+            let _ = self.aperture_mut(id).release_allocation(alloc);
+        }
+    }
+
+    /// The node record, if `node` is in the topology.
+    pub(crate) fn node(&self, node: u32) -> Result<&NodeInfo, Error> {
+        self.nodes.get(node as usize).filter(|n| n.present).ok_or(Error::UnknownNode { node })
+    }
+
+    /// The record of a GPU node whose apertures the kernel reported.
+    pub(crate) fn gpu(&self, node: u32) -> Result<&NodeInfo, Error> {
+        let n = self.node(node)?;
+        if n.is_gpu() && self.gpus.contains(node) { Ok(n) } else { Err(Error::NotAGpu { node }) }
+    }
+
+    /// The node whose GPU has `gpu_id`.
+    pub(crate) fn node_of_gpu(&self, gpu_id: u32) -> Option<u32> {
+        if gpu_id == 0 {
+            return None;
+        }
+        self.gpus.iter().find(|&n| self.nodes.get(n as usize).is_some_and(|i| i.gpu_id == gpu_id))
+    }
+
+    /// The first GPU (libhsakmt's `first_gpu_mem`): host buffers requested from a CPU node are
+    /// created on it.
+    pub(crate) fn first_gpu(&self) -> Option<u32> {
+        self.gpus.first()
+    }
+
+    /// Fills `out` with the gpu_ids of `set` in ascending node order; returns how many.
+    pub(crate) fn gpu_ids(&self, set: NodeSet, out: &mut [u32; MAX_NODES]) -> usize {
+        let mut n = 0;
+        for node in set.iter() {
+            if let (Some(info), Some(slot)) = (self.nodes.get(node as usize), out.get_mut(n)) {
+                *slot = info.gpu_id;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Reserves an object slot for an allocation about to be created.
+    pub(crate) fn promise_slot(&mut self) -> Result<(), Error> {
+        let capacity = self.objects.capacity();
+        if self.objects.len().saturating_add(self.pending) >= capacity {
+            return Err(Error::CapacityExhausted { capacity });
+        }
+        self.pending += 1;
+        Ok(())
+    }
+
+    /// Gives a promised slot back (the allocation failed, or was inserted).
+    pub(crate) fn keep_promise(&mut self) {
+        self.pending = self.pending.saturating_sub(1);
+    }
+
+    /// Records a reserved range (ignored beyond [`MAX_RESERVATIONS`]: it then stays reserved
+    /// but is not reused by a later open).
+    pub(crate) fn remember_reservation(&mut self, base: u64, size: u64) {
+        if let Some(slot) = self.reservations.get_mut(self.reservation_count) {
+            *slot = (base, size);
+            self.reservation_count += 1;
+        }
+    }
+
+    pub(crate) fn reservations(&self) -> &[(u64, u64)] {
+        self.reservations.get(..self.reservation_count).unwrap_or(&[])
+    }
+
+    /// The object a map/unmap/free/user-data call names: the object starting at `addr` (its
+    /// GPU address), else the registered user memory starting at CPU address `addr`.
+    pub(crate) fn find_named(&self, addr: u64) -> Option<MemoryHandle> {
+        if let Some(h) = self.objects.find_exact(addr) {
+            return Some(h);
+        }
+        let h = self.objects.find_userptr_containing(addr)?;
+        let o = self.objects.get(h).ok()?;
+        (o.userptr()?.addr == addr).then_some(h)
+    }
+
+    /// The object whose GPU range contains `addr`, else the registered user memory whose CPU
+    /// range contains it (libhsakmt's range lookup for pointer queries and exports).
+    pub(crate) fn find_containing(&self, addr: u64) -> Option<MemoryHandle> {
+        self.objects.find_containing(addr).or_else(|| self.objects.find_userptr_containing(addr))
+    }
+
+    /// Whether `addr` lies in the `NoAddress` handle window.
+    pub(crate) fn is_handle_address(&self, addr: u64) -> bool {
+        self.handles_ready && self.handles.contains(addr)
+    }
+}
+
+impl<M: SharedMemory, S: MemoryStorage<M>> MemoryState<M, S> {
+    /// How many objects have a CPU view a caller still holds.
+    pub(crate) fn shared_mappings(&self) -> u32 {
+        let held =
+            |(_, o): (MemoryHandle, &crate::memory::objects::MemoryObject<MemoryPayload<M>>)| {
+                o.payload.mapping.as_ref().is_some_and(SharedMemory::is_shared)
+            };
+        u32::try_from(self.objects.iter().filter(|e| held(*e)).count()).unwrap_or(u32::MAX)
+    }
+}
+
+/// Rounds `size` up to whole pages.
+pub(crate) const fn page_align(size: u64) -> Option<u64> {
+    match size.checked_add(PAGE_SIZE - 1) {
+        Some(v) => Some(v & !(PAGE_SIZE - 1)),
+        None => None,
+    }
+}

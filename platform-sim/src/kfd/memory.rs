@@ -1,0 +1,833 @@
+//! The memory ioctls of the emulated `/dev/kfd`, validated and answered the way amdkfd's
+//! `kfd_chardev.c` and `amdgpu_amdkfd_gpuvm.c` do, with the same errnos:
+//!
+//! | ioctl | checks (errno) |
+//! |---|---|
+//! | `ALLOC_MEMORY_OF_GPU` | size 0, unknown gpu_id, public VRAM on a small-BAR GPU, doorbell size other than the doorbell slice, MMIO size other than a page, no domain flag (`EINVAL`); VM not acquired (`ENODEV`); VRAM exhausted (`ENOMEM`); user pointer to unmapped memory (`EFAULT`) |
+//! | `FREE_MEMORY_OF_GPU` | unknown gpu_id or handle (`EINVAL`); the event page (`EPERM`); still GPU-mapped, or used by a queue (`EBUSY`) |
+//! | `MAP_MEMORY_TO_GPU` | unknown gpu_id of the handle, empty device list, `n_success > n_devices`, unknown peer, a buffer without a virtual address, an address range that overlaps a buffer mapped on the peer (`EINVAL`); unknown handle (`ENOMEM`); peer VM not acquired (`ENODEV`). Maps from `n_success` on and advances it per device |
+//! | `UNMAP_MEMORY_FROM_GPU` | as map; used by a queue (`EBUSY`) |
+//! | `AVAILABLE_MEMORY` | unknown gpu_id (`EINVAL`); answers VRAM size − VRAM used |
+//! | `EXPORT_DMABUF` | unknown gpu_id or handle, user-pointer / doorbell / MMIO buffers (`EINVAL`) |
+//! | `GET_DMABUF_INFO`, `IMPORT_DMABUF` | unknown descriptor (`EBADF`), unknown gpu_id (`EINVAL`), VM not acquired (`ENODEV`) |
+//! | `SVM` | unaligned or empty range, bad attribute type or gpu_id, unknown op (`EINVAL`); range not mapped (`EFAULT` for SET, `EINVAL` for GET); range overlapping a KFD buffer (`EADDRINUSE`) |
+//! | `SET_XNACK_MODE` | queues exist (`EBUSY`); a GPU without XNACK support (`EPERM`) |
+//! | `SET_SCRATCH_BACKING_VA` | unknown gpu_id (`EINVAL`); VM not acquired (`ENODEV`) |
+//!
+//! Memory behind buffers is real host memory at the buffer's GPU virtual address (GPU VA == CPU
+//! VA), created when first needed — a CPU mapping of the buffer, an export, or the simulated GPU
+//! resolving an address — as shared anonymous memory, so that a dma-buf can map the same pages
+//! again elsewhere and keep them alive after the buffer is freed. User-pointer buffers are the
+//! application's own memory.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use hsakmt_core::error::Errno;
+use hsakmt_core::uapi::*;
+use hsakmt_linux::LinuxMapping;
+use hsakmt_linux::mapping as host;
+
+use crate::mapping::SimMapping;
+
+/// Where DRM mmap offsets of buffers start (`DRM_FILE_PAGE_OFFSET_START` pages).
+const DRM_OFFSET_BASE: u64 = 0x1_0000 << 12;
+/// `KFD_MMAP_TYPE_DOORBELL` (kfd_priv.h).
+const KFD_MMAP_TYPE_DOORBELL: u64 = 0x3 << 62;
+/// `KFD_MMAP_TYPE_MMIO` (kfd_priv.h).
+const KFD_MMAP_TYPE_MMIO: u64 = 0x0 << 62;
+/// `KFD_MMAP_GPU_ID_SHIFT`.
+const KFD_MMAP_GPU_ID_SHIFT: u64 = 46;
+/// A process's doorbell slice on gfx9+ (1024 queues × 8-byte doorbells).
+pub const DOORBELL_SLICE: u64 = 1024 * 8;
+/// Descriptors the simulator hands out for dma-bufs start here; they are not real descriptors.
+pub const DMABUF_FD_BASE: u32 = 20_000;
+/// The kernel's default SVM migration granularity (log2 pages).
+const SVM_DEFAULT_GRANULARITY: u32 = 9;
+const PAGE: u64 = 4096;
+
+const fn page_align(v: u64) -> u64 {
+    v.saturating_add(PAGE - 1) & !(PAGE - 1)
+}
+
+/// What the sim knows about one GPU's memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GpuMemory {
+    pub(crate) gpu_id: u32,
+    pub(crate) vram_size: u64,
+    pub(crate) large_bar: bool,
+    pub(crate) xnack_capable: bool,
+}
+
+/// One buffer object.
+#[derive(Debug)]
+pub(crate) struct Bo {
+    pub(crate) gpu_id: u32,
+    /// GPU virtual address (0: none).
+    pub(crate) va: u64,
+    pub(crate) size: u64,
+    pub(crate) flags: u32,
+    pub(crate) mmap_offset: u64,
+    /// CPU address of user-pointer memory.
+    pub(crate) user_addr: Option<u64>,
+    /// gpu_ids the buffer is mapped on.
+    pub(crate) mapped: Vec<u32>,
+    pub(crate) backing: Option<LinuxMapping>,
+    /// VRAM bytes charged to the GPU.
+    pub(crate) vram_charge: u64,
+    /// System-memory bytes counted for the GPU.
+    pub(crate) system_charge: u64,
+    /// Queues using the buffer (set by the queue model).
+    pub(crate) queue_pins: u32,
+}
+
+impl Bo {
+    fn is_userptr(&self) -> bool {
+        self.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0
+    }
+
+    fn is_special(&self) -> bool {
+        self.flags & (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) != 0
+    }
+
+    /// Host memory behind the buffer, created at its address on first use.
+    fn backing(&mut self) -> Result<&LinuxMapping, Errno> {
+        if self.backing.is_none() {
+            let len = page_align(self.size);
+            self.backing = Some(if self.va == 0 {
+                host::map_shared_anywhere(len)?
+            } else {
+                host::map_shared(self.va, len)?
+            });
+        }
+        self.backing.as_ref().ok_or(Errno::ENOMEM)
+    }
+}
+
+/// A simulated dma-buf: its own mapping of the exported pages.
+#[derive(Debug)]
+pub(crate) struct DmaBuf {
+    memory: LinuxMapping,
+    size: u64,
+    gpu_id: u32,
+    flags: u32,
+}
+
+/// SVM attributes of a range of pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SvmAttrs {
+    preferred: u32,
+    prefetch: u32,
+    /// Bit per GPU index.
+    access: u128,
+    in_place: u128,
+    flags: u32,
+    granularity: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SvmRange {
+    start: u64,
+    end: u64,
+    attrs: SvmAttrs,
+}
+
+/// Memory accounting of one GPU, for tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GpuMemoryUsage {
+    /// VRAM bytes allocated.
+    pub vram_used: u64,
+    /// VRAM size from the profile.
+    pub vram_size: u64,
+    /// System-memory bytes (GTT and user-pointer buffers) created on this GPU.
+    pub system_bytes: u64,
+    /// Buffers created on this GPU.
+    pub buffers: u32,
+    /// Buffer mappings on this GPU (a buffer mapped on it counts once).
+    pub mappings: u32,
+}
+
+/// The memory part of the emulated device.
+#[derive(Debug, Default)]
+pub(crate) struct Memory {
+    pub(crate) gpus: Vec<GpuMemory>,
+    pub(crate) bos: HashMap<u64, Bo>,
+    by_va: BTreeMap<u64, u64>,
+    by_offset: HashMap<u64, u64>,
+    /// VRAM bytes charged per gpu_id.
+    vram_used: HashMap<u32, u64>,
+    idr_next: HashMap<u32, u32>,
+    idr_free: HashMap<u32, BTreeSet<u32>>,
+    next_offset: u64,
+    dmabufs: HashMap<u32, DmaBuf>,
+    next_fd: u32,
+    svm: Vec<SvmRange>,
+    pub(crate) xnack: bool,
+    pub(crate) scratch: HashMap<u32, u64>,
+    /// The event page's handle (freeing it is refused, as in the kernel); set by the event model.
+    pub(crate) signal_handle: Option<u64>,
+    /// Live queues (set by the queue model): XNACK mode cannot change while there are any.
+    pub(crate) live_queues: u32,
+    /// The next `MAP_MEMORY_TO_GPU` maps this many devices and then fails with this errno.
+    pub(crate) map_failure: Option<(u32, Errno)>,
+    /// Device mappings performed, in all (a resumed map must not repeat any).
+    pub(crate) device_maps: u64,
+}
+
+/// The gpu_id part of a KFD buffer handle (`GET_GPU_ID`).
+const fn handle_gpu(handle: u64) -> u32 {
+    (handle >> 32) as u32
+}
+
+impl Memory {
+    pub(crate) fn new(gpus: Vec<GpuMemory>) -> Self {
+        Self { gpus, next_offset: DRM_OFFSET_BASE, next_fd: DMABUF_FD_BASE, ..Self::default() }
+    }
+
+    fn gpu(&self, gpu_id: u32) -> Result<&GpuMemory, Errno> {
+        self.gpus.iter().find(|g| g.gpu_id == gpu_id).ok_or(Errno::EINVAL)
+    }
+
+    fn gpu_index(&self, gpu_id: u32) -> Option<usize> {
+        self.gpus.iter().position(|g| g.gpu_id == gpu_id)
+    }
+
+    /// Forgets every buffer, SVM range and setting (the process's KFD state goes with the
+    /// device); dma-bufs are files of their own and stay.
+    pub(crate) fn reset(&mut self) {
+        let gpus = std::mem::take(&mut self.gpus);
+        let dmabufs = std::mem::take(&mut self.dmabufs);
+        let next_fd = self.next_fd;
+        let maps = self.device_maps;
+        *self = Self::new(gpus);
+        self.dmabufs = dmabufs;
+        self.next_fd = next_fd;
+        self.device_maps = maps;
+    }
+
+    fn new_handle(&mut self, gpu_id: u32) -> u64 {
+        let free = self.idr_free.entry(gpu_id).or_default();
+        let idr = match free.pop_first() {
+            Some(i) => i,
+            None => {
+                let next = self.idr_next.entry(gpu_id).or_insert(0);
+                *next += 1;
+                *next - 1
+            }
+        };
+        (u64::from(gpu_id) << 32) | u64::from(idr)
+    }
+
+    fn vram_used(&self, gpu_id: u32) -> u64 {
+        self.vram_used.get(&gpu_id).copied().unwrap_or(0)
+    }
+
+    /// `kfd_ioctl_alloc_memory_of_gpu`. `vm` says whether the GPU's VM was acquired.
+    pub(crate) fn alloc(
+        &mut self,
+        args: &mut kfd_ioctl_alloc_memory_of_gpu_args,
+        vm: bool,
+    ) -> Result<(), Errno> {
+        if args.size == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let gpu = *self.gpu(args.gpu_id)?;
+        let flags = args.flags;
+        let vram = flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0;
+        if vram && flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0 && !gpu.large_bar {
+            // "Alloc host visible vram on small bar is not allowed"
+            return Err(Errno::EINVAL);
+        }
+        if !vm {
+            return Err(Errno::ENODEV);
+        }
+        let special_offset = |ty: u64| ty | (u64::from(args.gpu_id) << KFD_MMAP_GPU_ID_SHIFT);
+        let mut offset = None;
+        if flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0 {
+            if args.size != DOORBELL_SLICE {
+                return Err(Errno::EINVAL);
+            }
+            offset = Some(special_offset(KFD_MMAP_TYPE_DOORBELL));
+        } else if flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP != 0 {
+            if args.size != PAGE {
+                return Err(Errno::EINVAL);
+            }
+            offset = Some(special_offset(KFD_MMAP_TYPE_MMIO));
+        }
+        let (mut vram_charge, mut system_charge) = (0, 0);
+        if vram {
+            let mut size = args.size;
+            if flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM != 0 {
+                size >>= 1;
+            }
+            vram_charge = page_align(size);
+            if self.vram_used(args.gpu_id).saturating_add(vram_charge) > gpu.vram_size {
+                return Err(Errno::ENOMEM);
+            }
+        } else if flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
+            system_charge = page_align(args.size);
+        } else if flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
+            // The kernel pins the user pages at allocation: unmapped memory faults.
+            if !host::is_mapped(args.mmap_offset & !(PAGE - 1), page_align(args.size)) {
+                return Err(Errno::EFAULT);
+            }
+            system_charge = page_align(args.size);
+        } else if offset.is_none() {
+            return Err(Errno::EINVAL);
+        }
+        let user_addr = (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0).then_some(args.mmap_offset);
+        let mmap_offset = offset.unwrap_or_else(|| {
+            let o = self.next_offset;
+            self.next_offset += page_align(args.size);
+            o
+        });
+        let handle = self.new_handle(args.gpu_id);
+        *self.vram_used.entry(args.gpu_id).or_insert(0) += vram_charge;
+        self.bos.insert(
+            handle,
+            Bo {
+                gpu_id: args.gpu_id,
+                va: args.va_addr,
+                size: args.size,
+                flags,
+                mmap_offset,
+                user_addr,
+                mapped: Vec::new(),
+                backing: None,
+                vram_charge,
+                system_charge,
+                queue_pins: 0,
+            },
+        );
+        if args.va_addr != 0 {
+            self.by_va.insert(args.va_addr, handle);
+        }
+        self.by_offset.entry(mmap_offset).or_insert(handle);
+        args.handle = handle;
+        args.mmap_offset = mmap_offset;
+        Ok(())
+    }
+
+    /// `kfd_ioctl_free_memory_of_gpu`.
+    pub(crate) fn free(&mut self, args: &kfd_ioctl_free_memory_of_gpu_args) -> Result<(), Errno> {
+        if self.signal_handle == Some(args.handle) {
+            // "Free signal BO is not allowed"
+            return Err(Errno::EPERM);
+        }
+        self.gpu(handle_gpu(args.handle))?;
+        let bo = self.bos.get(&args.handle).ok_or(Errno::EINVAL)?;
+        if !bo.mapped.is_empty() || bo.queue_pins > 0 {
+            // "BO VA ... is still mapped."
+            return Err(Errno::EBUSY);
+        }
+        let bo = self.bos.remove(&args.handle).ok_or(Errno::EINVAL)?;
+        if let Some(used) = self.vram_used.get_mut(&bo.gpu_id) {
+            *used = used.saturating_sub(bo.vram_charge);
+        }
+        if bo.va != 0 && self.by_va.get(&bo.va) == Some(&args.handle) {
+            self.by_va.remove(&bo.va);
+        }
+        if self.by_offset.get(&bo.mmap_offset) == Some(&args.handle) {
+            self.by_offset.remove(&bo.mmap_offset);
+        }
+        self.idr_free.entry(bo.gpu_id).or_default().insert(args.handle as u32);
+        Ok(())
+    }
+
+    /// `kfd_ioctl_map_memory_to_gpu`; `vm` says whether a gpu_id's VM was acquired.
+    pub(crate) fn map(
+        &mut self,
+        args: &mut kfd_ioctl_map_memory_to_gpu_args,
+        devices: &[u32],
+        vm: impl Fn(u32) -> bool,
+    ) -> Result<(), Errno> {
+        self.gpu(handle_gpu(args.handle))?;
+        let n = u32::try_from(devices.len()).map_err(|_| Errno::EINVAL)?;
+        if n == 0 || args.n_success > n {
+            return Err(Errno::EINVAL);
+        }
+        let (va, size) = match self.bos.get(&args.handle) {
+            Some(b) => (b.va, b.size),
+            None => return Err(Errno::ENOMEM),
+        };
+        if va == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut budget = self.map_failure.take();
+        for i in args.n_success..n {
+            let peer = devices.get(i as usize).copied().ok_or(Errno::EINVAL)?;
+            self.gpu(peer)?;
+            if !vm(peer) {
+                return Err(Errno::ENODEV);
+            }
+            if let Some((0, errno)) = budget {
+                return Err(errno);
+            }
+            // amdgpu_vm_bo_map: "va ... conflict with ..."
+            let end = va.saturating_add(size);
+            let conflict = self.by_va.range(..end).rev().take(8).any(|(&other_va, &h)| {
+                h != args.handle
+                    && self.bos.get(&h).is_some_and(|o| {
+                        o.mapped.contains(&peer) && other_va.saturating_add(o.size) > va
+                    })
+            });
+            if conflict {
+                return Err(Errno::EINVAL);
+            }
+            let bo = self.bos.get_mut(&args.handle).ok_or(Errno::ENOMEM)?;
+            if !bo.mapped.contains(&peer) {
+                bo.mapped.push(peer);
+                self.device_maps += 1;
+            }
+            args.n_success = i + 1;
+            budget = budget.map(|(left, errno)| (left.saturating_sub(1), errno));
+        }
+        Ok(())
+    }
+
+    /// `kfd_ioctl_unmap_memory_from_gpu`.
+    pub(crate) fn unmap(
+        &mut self,
+        args: &mut kfd_ioctl_unmap_memory_from_gpu_args,
+        devices: &[u32],
+    ) -> Result<(), Errno> {
+        self.gpu(handle_gpu(args.handle))?;
+        let n = u32::try_from(devices.len()).map_err(|_| Errno::EINVAL)?;
+        if n == 0 || args.n_success > n {
+            return Err(Errno::EINVAL);
+        }
+        let pinned = self.bos.get(&args.handle).ok_or(Errno::ENOMEM)?.queue_pins > 0;
+        for i in args.n_success..n {
+            let peer = devices.get(i as usize).copied().ok_or(Errno::EINVAL)?;
+            self.gpu(peer)?;
+            if pinned {
+                // "unmapping BO ... is not allowed, queue refcount"
+                return Err(Errno::EBUSY);
+            }
+            let bo = self.bos.get_mut(&args.handle).ok_or(Errno::ENOMEM)?;
+            bo.mapped.retain(|&g| g != peer);
+            args.n_success = i + 1;
+        }
+        Ok(())
+    }
+
+    /// `kfd_ioctl_get_available_memory`.
+    pub(crate) fn available(
+        &self,
+        args: &mut kfd_ioctl_get_available_memory_args,
+    ) -> Result<(), Errno> {
+        let gpu = *self.gpu(args.gpu_id)?;
+        args.available = gpu.vram_size.saturating_sub(self.vram_used(args.gpu_id));
+        Ok(())
+    }
+
+    /// `kfd_ioctl_export_dmabuf`.
+    pub(crate) fn export(&mut self, args: &mut kfd_ioctl_export_dmabuf_args) -> Result<(), Errno> {
+        self.gpu(handle_gpu(args.handle))?;
+        let bo = self.bos.get_mut(&args.handle).ok_or(Errno::EINVAL)?;
+        if bo.is_userptr() || bo.is_special() {
+            return Err(Errno::EINVAL);
+        }
+        let (size, gpu_id, flags) = (bo.size, bo.gpu_id, bo.flags);
+        let memory = bo.backing()?.duplicate(None)?;
+        let fd = self.next_fd;
+        self.next_fd += 1;
+        self.dmabufs.insert(fd, DmaBuf { memory, size, gpu_id, flags });
+        args.dmabuf_fd = fd;
+        Ok(())
+    }
+
+    /// `kfd_ioctl_get_dmabuf_info` (no metadata: KFD buffers carry none).
+    pub(crate) fn dmabuf_info(
+        &self,
+        args: &mut kfd_ioctl_get_dmabuf_info_args,
+    ) -> Result<(), Errno> {
+        let d = self.dmabufs.get(&args.dmabuf_fd).ok_or(Errno::EBADF)?;
+        args.size = d.size;
+        args.gpu_id = d.gpu_id;
+        args.flags = d.flags;
+        args.metadata_size = 0;
+        Ok(())
+    }
+
+    /// `kfd_ioctl_import_dmabuf`.
+    pub(crate) fn import(
+        &mut self,
+        args: &mut kfd_ioctl_import_dmabuf_args,
+        vm: bool,
+    ) -> Result<(), Errno> {
+        self.gpu(args.gpu_id)?;
+        let d = self.dmabufs.get(&args.dmabuf_fd).ok_or(Errno::EBADF)?;
+        if !vm {
+            return Err(Errno::ENODEV);
+        }
+        let backing = if args.va_addr == 0 {
+            d.memory.clone()
+        } else {
+            d.memory.duplicate(Some(args.va_addr))?
+        };
+        let (size, flags) = (d.size, d.flags);
+        let handle = self.new_handle(args.gpu_id);
+        let mmap_offset = self.next_offset;
+        self.next_offset += page_align(size);
+        self.bos.insert(
+            handle,
+            Bo {
+                gpu_id: args.gpu_id,
+                va: args.va_addr,
+                size,
+                flags,
+                mmap_offset,
+                user_addr: None,
+                mapped: Vec::new(),
+                backing: Some(backing),
+                vram_charge: 0,
+                system_charge: 0,
+                queue_pins: 0,
+            },
+        );
+        if args.va_addr != 0 {
+            self.by_va.insert(args.va_addr, handle);
+        }
+        self.by_offset.insert(mmap_offset, handle);
+        args.handle = handle;
+        Ok(())
+    }
+
+    /// Closing a descriptor: a dma-buf goes (the buffers importing it keep their own mapping).
+    pub(crate) fn close_fd(&mut self, fd: u32) {
+        self.dmabufs.remove(&fd);
+    }
+
+    /// A CPU mapping of a buffer through its render node at its DRM mmap offset.
+    pub(crate) fn map_buffer(
+        &mut self,
+        render_gpu: Option<u32>,
+        offset: u64,
+        size: u64,
+        addr: u64,
+    ) -> Result<SimMapping, Errno> {
+        let handle = *self.by_offset.get(&offset).ok_or(Errno::EINVAL)?;
+        let bo = self.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+        if render_gpu != Some(bo.gpu_id) || bo.is_special() {
+            return Err(Errno::EINVAL);
+        }
+        let vram = bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0;
+        if bo.is_userptr() || (vram && bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC == 0) {
+            // amdgpu_gem_object_mmap: user pointers and CPU-invisible VRAM.
+            return Err(Errno::EPERM);
+        }
+        if size > page_align(bo.size) || addr != bo.va {
+            return Err(Errno::EINVAL);
+        }
+        Ok(SimMapping::new(bo.backing()?.clone()))
+    }
+
+    /// A CPU mapping of a doorbell or MMIO page through `/dev/kfd`.
+    pub(crate) fn map_kfd(&mut self, offset: u64, addr: Option<u64>) -> Result<SimMapping, Errno> {
+        let handle = *self.by_offset.get(&offset).ok_or(Errno::EINVAL)?;
+        let bo = self.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+        if !bo.is_special() || addr.is_some_and(|a| a != bo.va) {
+            return Err(Errno::EINVAL);
+        }
+        Ok(SimMapping::new(bo.backing()?.clone()))
+    }
+
+    /// `kfd_kmap_event_page`: the memory of the buffer with KFD handle `handle`, which becomes
+    /// the process's event page — a GTT buffer of at least the page's 32 KiB (a user pointer
+    /// cannot be mapped into the kernel); `EINVAL` otherwise. Freeing it is refused from now on.
+    pub(crate) fn kmap_event_page(&mut self, handle: u64) -> Result<LinuxMapping, Errno> {
+        self.gpu(handle_gpu(handle))?;
+        let bo = self.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+        if bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT == 0 || bo.is_userptr() || bo.size < 32 * 1024 {
+            return Err(Errno::EINVAL);
+        }
+        let memory = bo.backing()?.clone();
+        self.signal_handle = Some(handle);
+        Ok(memory)
+    }
+
+    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it: the range must lie inside one
+    /// buffer mapped on that GPU.
+    pub(crate) fn resolve(
+        &mut self,
+        gpu_id: u32,
+        va: u64,
+        len: u64,
+    ) -> Result<(SimMapping, u64), Errno> {
+        let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
+        let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
+        let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
+        if end > start.saturating_add(bo.size) || !bo.mapped.contains(&gpu_id) || bo.is_special() {
+            return Err(Errno::EFAULT);
+        }
+        let offset = va - start;
+        if let Some(user) = bo.user_addr {
+            let size = usize::try_from(bo.size).map_err(|_| Errno::EFAULT)?;
+            if !host::is_mapped(user & !(PAGE - 1), page_align(bo.size)) {
+                return Err(Errno::EFAULT);
+            }
+            // SAFETY: user-pointer memory is the application's; registering it promises to keep
+            // it mapped until it is deregistered (libhsakmt's contract), and the kernel model
+            // checked it is mapped right now.
+            let view = unsafe { LinuxMapping::borrowed(user, size) };
+            return Ok((SimMapping::new(view), offset));
+        }
+        Ok((SimMapping::new(bo.backing()?.clone()), offset))
+    }
+
+    /// `SET_SCRATCH_BACKING_VA`.
+    pub(crate) fn set_scratch(
+        &mut self,
+        args: &kfd_ioctl_set_scratch_backing_va_args,
+        vm: bool,
+    ) -> Result<(), Errno> {
+        self.gpu(args.gpu_id)?;
+        if !vm {
+            return Err(Errno::ENODEV);
+        }
+        self.scratch.insert(args.gpu_id, args.va_addr);
+        Ok(())
+    }
+
+    /// `kfd_ioctl_set_xnack_mode`.
+    pub(crate) fn set_xnack(
+        &mut self,
+        args: &mut kfd_ioctl_set_xnack_mode_args,
+    ) -> Result<(), Errno> {
+        if args.xnack_enabled < 0 {
+            args.xnack_enabled = i32::from(self.xnack);
+            return Ok(());
+        }
+        if self.live_queues > 0 {
+            return Err(Errno::EBUSY);
+        }
+        let want = args.xnack_enabled > 0;
+        if want == self.xnack {
+            return Ok(());
+        }
+        if want && !self.gpus.iter().all(|g| g.xnack_capable) {
+            return Err(Errno::EPERM);
+        }
+        self.xnack = want;
+        Ok(())
+    }
+
+    fn default_svm_attrs(&self) -> SvmAttrs {
+        let all = (0..self.gpus.len().min(128)).fold(0u128, |m, i| m | (1u128 << i));
+        SvmAttrs {
+            preferred: KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            prefetch: KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            access: if self.xnack { all } else { 0 },
+            in_place: 0,
+            flags: KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT,
+            granularity: SVM_DEFAULT_GRANULARITY,
+        }
+    }
+
+    /// `svm_range_check_attr`.
+    fn check_svm_attrs(&self, attrs: &[kfd_ioctl_svm_attribute]) -> Result<(), Errno> {
+        for a in attrs {
+            let gpu_valid = |v| self.gpu_index(v).map(|_| ()).ok_or(Errno::EINVAL);
+            match a.r#type {
+                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => {
+                    if a.value != KFD_IOCTL_SVM_LOCATION_SYSMEM
+                        && a.value != KFD_IOCTL_SVM_LOCATION_UNDEFINED
+                    {
+                        gpu_valid(a.value)?;
+                    }
+                }
+                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => {
+                    if a.value != KFD_IOCTL_SVM_LOCATION_SYSMEM {
+                        gpu_valid(a.value)?;
+                    }
+                }
+                KFD_IOCTL_SVM_ATTR_ACCESS
+                | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
+                | KFD_IOCTL_SVM_ATTR_NO_ACCESS => gpu_valid(a.value)?,
+                KFD_IOCTL_SVM_ATTR_SET_FLAGS
+                | KFD_IOCTL_SVM_ATTR_CLR_FLAGS
+                | KFD_IOCTL_SVM_ATTR_GRANULARITY => {}
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+        Ok(())
+    }
+
+    /// `kfd_ioctl_svm`.
+    pub(crate) fn svm(
+        &mut self,
+        args: &kfd_ioctl_svm_args,
+        attrs: &mut [kfd_ioctl_svm_attribute],
+    ) -> Result<(), Errno> {
+        let (start, size) = (args.start_addr, args.size);
+        if start % PAGE != 0 || size % PAGE != 0 || start == 0 || size == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = start.checked_add(size).ok_or(Errno::EINVAL)?;
+        match args.op {
+            KFD_IOCTL_SVM_OP_SET_ATTR => {
+                self.check_svm_attrs(attrs)?;
+                if !host::is_mapped(start, size) {
+                    return Err(Errno::EFAULT);
+                }
+                if self.by_va.range(..end).next_back().is_some_and(|(&va, h)| {
+                    self.bos.get(h).is_some_and(|b| va.saturating_add(b.size) > start)
+                }) {
+                    // svm_range_check_vm: the range overlaps a KFD buffer.
+                    return Err(Errno::EADDRINUSE);
+                }
+                self.svm_set(start, end, attrs);
+                Ok(())
+            }
+            KFD_IOCTL_SVM_OP_GET_ATTR => {
+                if !host::is_mapped(start, size) {
+                    return Err(Errno::EINVAL);
+                }
+                self.svm_get(start, end, attrs)
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn svm_set(&mut self, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) {
+        // Split existing ranges at the boundaries, fill the gaps with default ranges.
+        let default = self.default_svm_attrs();
+        let mut pieces = Vec::with_capacity(self.svm.len() + 2);
+        for r in std::mem::take(&mut self.svm) {
+            for (s, e) in [
+                (r.start, r.end.min(start)),
+                (r.start.max(start), r.end.min(end)),
+                (r.start.max(end), r.end),
+            ] {
+                if s < e {
+                    pieces.push(SvmRange { start: s, end: e, attrs: r.attrs });
+                }
+            }
+        }
+        let mut cursor = start;
+        let mut covered: Vec<(u64, u64)> = pieces
+            .iter()
+            .filter(|r| r.start < end && r.end > start)
+            .map(|r| (r.start, r.end))
+            .collect();
+        covered.sort_unstable();
+        for (s, e) in covered {
+            if s > cursor {
+                pieces.push(SvmRange { start: cursor, end: s, attrs: default });
+            }
+            cursor = cursor.max(e);
+        }
+        if cursor < end {
+            pieces.push(SvmRange { start: cursor, end, attrs: default });
+        }
+        let index = |v: u32| self.gpu_index(v).map_or(0, |i| 1u128 << i);
+        for r in pieces.iter_mut().filter(|r| r.start >= start && r.end <= end) {
+            for a in attrs {
+                let bit = index(a.value);
+                let t = &mut r.attrs;
+                match a.r#type {
+                    KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => t.preferred = a.value,
+                    KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => t.prefetch = a.value,
+                    KFD_IOCTL_SVM_ATTR_ACCESS => {
+                        t.access |= bit;
+                        t.in_place &= !bit;
+                    }
+                    KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE => {
+                        t.access |= bit;
+                        t.in_place |= bit;
+                    }
+                    KFD_IOCTL_SVM_ATTR_NO_ACCESS => {
+                        t.access &= !bit;
+                        t.in_place &= !bit;
+                    }
+                    KFD_IOCTL_SVM_ATTR_SET_FLAGS => t.flags |= a.value,
+                    KFD_IOCTL_SVM_ATTR_CLR_FLAGS => t.flags &= !a.value,
+                    _ => t.granularity = a.value.min(0x3F),
+                }
+            }
+        }
+        pieces.sort_by_key(|r| r.start);
+        self.svm = pieces;
+    }
+
+    fn svm_get(
+        &self,
+        start: u64,
+        end: u64,
+        attrs: &mut [kfd_ioctl_svm_attribute],
+    ) -> Result<(), Errno> {
+        let ranges: Vec<SvmAttrs> =
+            self.svm.iter().filter(|r| r.start < end && r.end > start).map(|r| r.attrs).collect();
+        let ranges = if ranges.is_empty() { vec![self.default_svm_attrs()] } else { ranges };
+        let same = |f: fn(&SvmAttrs) -> u32| {
+            let first = ranges.first().map_or(KFD_IOCTL_SVM_LOCATION_UNDEFINED, f);
+            if ranges.iter().all(|r| f(r) == first) {
+                first
+            } else {
+                KFD_IOCTL_SVM_LOCATION_UNDEFINED
+            }
+        };
+        for a in attrs.iter_mut() {
+            match a.r#type {
+                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => a.value = same(|r| r.preferred),
+                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => a.value = same(|r| r.prefetch),
+                KFD_IOCTL_SVM_ATTR_ACCESS
+                | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
+                | KFD_IOCTL_SVM_ATTR_NO_ACCESS => {
+                    let bit = 1u128 << self.gpu_index(a.value).ok_or(Errno::EINVAL)?;
+                    a.r#type = if ranges.iter().all(|r| r.in_place & bit != 0) {
+                        KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
+                    } else if ranges.iter().all(|r| r.access & bit != 0) {
+                        KFD_IOCTL_SVM_ATTR_ACCESS
+                    } else {
+                        KFD_IOCTL_SVM_ATTR_NO_ACCESS
+                    };
+                }
+                KFD_IOCTL_SVM_ATTR_SET_FLAGS => {
+                    a.value = ranges.iter().fold(u32::MAX, |m, r| m & r.flags);
+                }
+                KFD_IOCTL_SVM_ATTR_CLR_FLAGS => {
+                    a.value = !ranges.iter().fold(0, |m, r| m | r.flags);
+                }
+                KFD_IOCTL_SVM_ATTR_GRANULARITY => {
+                    a.value = ranges
+                        .iter()
+                        .map(|r| r.granularity)
+                        .min()
+                        .unwrap_or(SVM_DEFAULT_GRANULARITY);
+                }
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+        Ok(())
+    }
+
+    /// Accounting of one GPU.
+    pub(crate) fn usage(&self, gpu_id: u32) -> Option<GpuMemoryUsage> {
+        let gpu = self.gpu(gpu_id).ok()?;
+        let mut u = GpuMemoryUsage { vram_size: gpu.vram_size, ..GpuMemoryUsage::default() };
+        for b in self.bos.values() {
+            if b.gpu_id == gpu_id {
+                u.vram_used += b.vram_charge;
+                u.system_bytes += b.system_charge;
+                u.buffers += 1;
+            }
+            if b.mapped.contains(&gpu_id) {
+                u.mappings += 1;
+            }
+        }
+        Some(u)
+    }
+
+    /// The buffer whose range contains `va`, for the queue model to pin.
+    pub(crate) fn buffer_at(&self, va: u64) -> Option<u64> {
+        let (&start, &h) = self.by_va.range(..=va).next_back()?;
+        let b = self.bos.get(&h)?;
+        (va < start.saturating_add(b.size)).then_some(h)
+    }
+
+    /// Live dma-bufs.
+    pub(crate) fn dmabuf_count(&self) -> usize {
+        self.dmabufs.len()
+    }
+}
