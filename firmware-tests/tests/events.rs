@@ -25,6 +25,8 @@ const DESTROY: u32 = _IOC_NR(AMDKFD_IOC_DESTROY_EVENT);
 const SET: u32 = _IOC_NR(AMDKFD_IOC_SET_EVENT);
 const RESET: u32 = _IOC_NR(AMDKFD_IOC_RESET_EVENT);
 const WAIT: u32 = _IOC_NR(AMDKFD_IOC_WAIT_EVENTS);
+const ALLOC: u32 = _IOC_NR(hsakmt_core::uapi::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+const MAP: u32 = _IOC_NR(hsakmt_core::uapi::AMDKFD_IOC_MAP_MEMORY_TO_GPU);
 
 type Dev = Box<Kfd<SimPlatform>>;
 
@@ -69,8 +71,8 @@ fn created_events_have_a_slot_mailbox_and_trigger_data() {
         let h = signal(&kfd);
         let info = kfd.event_info(h).unwrap();
         let (base, slots) = kfd.event_page().expect("the first signal event made the page");
-        assert_eq!(slots, 4096, "the whole 32 KiB page was mapped");
-        assert_eq!(kfd.platform().event_page(), Some((base, false)), "kernel-allocated");
+        assert_eq!(slots, 4096, "the whole 32 KiB page");
+        assert_eq!(kfd.platform().event_page(), Some((base, true)), "supplied by the library");
         assert_eq!(info.slot, Some(info.id), "signal events use their id as slot");
         assert_ne!(info.id, 0, "id 0 is reserved");
         assert_eq!(info.mailbox, Some(base + u64::from(info.id) * 8), "HWData2 != 0");
@@ -83,6 +85,67 @@ fn created_events_have_a_slot_mailbox_and_trigger_data() {
         kfd.destroy_event(mem).unwrap();
         assert_eq!(kfd.event_count(), 0);
         assert_eq!(kfd.platform().kernel_events(), 0);
+    });
+}
+
+#[test]
+fn on_dgpus_the_library_supplies_the_event_page() {
+    with_big_stack(|| {
+        let kfd = open(SimPlatform::new());
+        let before = kfd.memory_usage().objects;
+        let h = signal(&kfd);
+        let (base, _) = kfd.event_page().unwrap();
+        // The page is a memory object: uncached host memory with a CPU view, on every GPU.
+        let info = kfd.pointer_info(base).unwrap();
+        assert_eq!(info.size, event::EVENT_PAGE_SIZE);
+        assert_eq!(info.cpu_address, Some(base));
+        assert_eq!(info.mapped_nodes.len() as usize, kfd.platform().gpu_ids().len());
+        assert_eq!(kfd.memory_usage().objects, before + 1);
+        // It cannot be freed: the library holds a view of it (and the kernel refuses, `EPERM`).
+        let err = kfd.free_memory(base).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
+        // GPU writes land where the library reads.
+        let id = id(&kfd, h);
+        assert!(kfd.platform().write_event_mailbox(id, 7));
+        assert_eq!(kfd.query_event(h).unwrap().mailbox, Mailbox::Pending(7));
+        // Closing works although the library held a view of the page.
+        kfd.close().unwrap();
+        assert_eq!(kfd.open_count(), 0);
+    });
+}
+
+#[test]
+fn a_failed_page_allocation_leaves_nothing_behind() {
+    with_big_stack(|| {
+        let kfd = open(SimPlatform::new());
+        let objects = kfd.memory_usage().objects;
+        for (nr, errno) in [(ALLOC, Errno::ENOMEM), (MAP, Errno::EIO), (CREATE, Errno::ENOMEM)] {
+            fail_once(&kfd, nr, errno);
+            let err = kfd.create_event(&EventDescriptor::signal()).unwrap_err();
+            assert_eq!(err.kind(), errno.kind(), "{err}");
+            assert_eq!(kfd.event_page(), None);
+            assert_eq!(kfd.event_count(), 0);
+            assert_eq!(kfd.memory_usage().objects, objects, "the page allocation was undone");
+        }
+        signal(&kfd);
+        assert!(kfd.event_page().is_some());
+    });
+}
+
+#[test]
+fn on_systems_without_dgpus_the_kernel_allocates_the_page() {
+    with_big_stack(|| {
+        let kfd = open(firmware_tests::sim("cpu-only-virtual-crat-2021"));
+        let objects = kfd.memory_usage().objects;
+        let h = signal(&kfd);
+        let (base, slots) = kfd.event_page().unwrap();
+        assert_eq!(kfd.platform().event_page(), Some((base, false)), "kernel-allocated");
+        assert_eq!(slots, 4096, "mapped whole, so every slot is usable");
+        assert_eq!(kfd.memory_usage().objects, objects, "no memory object");
+        let info = kfd.event_info(h).unwrap();
+        assert_eq!(info.mailbox, Some(base + u64::from(info.id) * 8));
+        assert!(kfd.platform().gpu_signal_event(info.id));
+        assert_eq!(poll(&kfd, h), WaitResult::Complete);
     });
 }
 

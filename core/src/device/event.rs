@@ -5,18 +5,25 @@
 //!
 //! Signal events need the 32 KiB event page of 4096 mailboxes. It is set up once, at the first
 //! signal (or debug) event, by whichever thread creates that event (others creating signal
-//! events meanwhile wait for it). Two origins, as in the kernel:
-//! - **kernel-allocated** (APUs, and every system until the library allocates dGPU pages
-//!   itself): the first `CREATE_EVENT` passes `event_page_offset = 0`, the kernel allocates the
-//!   page and answers with its `/dev/kfd` mmap offset, which the library maps (falling back to
-//!   one page of 256 slots when the kernel refuses 32 KiB, as libhsakmt does).
-//! - **user-allocated** (libhsakmt on dGPUs): the library allocates 32 KiB of uncached host
-//!   memory mapped to every GPU and passes its KFD handle as `event_page_offset`.
+//! events meanwhile wait for it). Two origins, as in libhsakmt and the kernel:
+//! - **user-allocated** (systems with a dGPU, libhsakmt's `hsakmt_is_dgpu`): the library
+//!   allocates 32 KiB of uncached, non-paged host memory with a CPU view ([`Kfd::alloc_memory`]
+//!   on node 0), maps it on every GPU, and passes its KFD buffer handle as `event_page_offset`
+//!   in that first `CREATE_EVENT`; the kernel maps it for itself (`kfd_kmap_event_page`) and
+//!   refuses to free it from then on (`EPERM`). Mailbox addresses are GPU = CPU addresses.
+//! - **kernel-allocated** (APUs): the first `CREATE_EVENT` passes `event_page_offset = 0`, the
+//!   kernel allocates the page and answers with its `/dev/kfd` mmap offset, which the library
+//!   maps (falling back to one page of 256 slots when the kernel refuses 32 KiB, as libhsakmt
+//!   does).
 //!
-//! On the last close the library destroys every event it created (the kernel keeps a
-//! process's events until the process exits, not until `/dev/kfd` closes) and drops its
-//! mapping of the page; after a fork the child forgets the parent's page (the kernel does not
-//! copy it into the child).
+//! On the last close the library destroys every event it created and drops its view of the
+//! page (before the memory manager forgets its objects); after a fork the child forgets the
+//! parent's page (the kernel does not copy it into the child). amdkfd itself keeps a process's
+//! events and page until the process exits, so on a real dGPU a close followed by a reopen *in
+//! the same process* cannot hand the kernel a second page: the first signal event after the
+//! reopen fails with `EINVAL` (libhsakmt never frees its page and keeps it across closes; this
+//! library, like its memory manager, treats the last close as the end of the process's KFD
+//! state, which is what the simulator models).
 //!
 //! # Query
 //!
@@ -50,13 +57,14 @@
 
 use core::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
-use crate::device::{Error, Kfd, MemoryStorage};
+use crate::device::{Allocation, Error, Kfd, MapNodes, MemoryStorage};
 use crate::event::{
     self, CallbackId, CallbackRegistry, DEFAULT_CALLBACK_CAPACITY, DEFAULT_EVENT_CAPACITY,
     EVENT_PAGE_SIZE, EVENT_SLOTS, EventHandle, EventRecord, EventTable, EventType, Filter, Fired,
     INITIAL_AGE, LEGACY_EVENT_SLOTS, MAX_WAIT_EVENTS, Notification, ResetMode, Timeout,
     UNSIGNALED_EVENT_SLOT, Unregistered, WaitMode, WaitResult, WaitSet,
 };
+use crate::memory::MemFlags;
 use crate::platform::{Access, Ioctl, Platform, SharedMemory};
 use crate::topology::Topology;
 use crate::uapi::{
@@ -283,6 +291,13 @@ struct EventPage<M> {
     slots: u32,
 }
 
+/// An event page the library allocated (dGPU systems), before the kernel took it.
+struct UserPage<M> {
+    alloc: Allocation<M>,
+    mapping: M,
+    handle: u64,
+}
+
 /// The event state of a [`Kfd`].
 pub(crate) struct Events<M> {
     table: spin::Mutex<EventTable<EVENT_CAPACITY>>,
@@ -473,13 +488,32 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             ..Default::default()
         };
         let setup = desc.event_type.has_slot() && self.events.claim_page();
+        // dGPU systems: the library supplies the page (libhsakmt's `hsakmt_is_dgpu` path).
+        let user_page = if setup && self.topology.read().is_dgpu_system() {
+            match self.alloc_event_page() {
+                Ok(page) => {
+                    args.event_page_offset = page.handle;
+                    Some(page)
+                }
+                Err(e) => {
+                    self.events.abandon_page();
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         if let Err(e) = self.ioctl(&mut Ioctl::CreateEvent(&mut args)) {
-            if setup {
+            if let Some(page) = user_page {
+                self.release_event_page(page);
+            } else if setup {
                 self.events.abandon_page();
             }
             return Err(e);
         }
-        if setup {
+        if let Some(page) = user_page {
+            self.events.publish_page(EventPage { mapping: page.mapping, slots: EVENT_SLOTS });
+        } else if setup {
             match self.map_event_page(args.event_page_offset) {
                 Ok(page) => self.events.publish_page(page),
                 Err(e) => {
@@ -520,6 +554,47 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             dispatch_age: age,
             observed: 0,
         })
+    }
+
+    /// Allocates the event page as libhsakmt does on dGPUs: 32 KiB of uncached, non-paged host
+    /// memory on node 0 with a CPU view, mapped on every GPU.
+    fn alloc_event_page(&self) -> Result<UserPage<P::Mapping>, Error> {
+        let flags = MemFlags::HOST_ACCESS
+            | MemFlags::EXECUTE_ACCESS
+            | MemFlags::NON_PAGED
+            | MemFlags::UNCACHED;
+        let alloc = self.alloc_memory(0, EVENT_PAGE_SIZE, flags)?;
+        let (Some(handle), Some(mapping)) = (alloc.kfd_handle, alloc.mapping.clone()) else {
+            let _ = self.free(alloc);
+            return Err(event::Error::Unexpected.into());
+        };
+        if let Err(e) = self.map_memory_to_gpu(alloc.addr, MapNodes::All) {
+            drop(mapping);
+            let _ = self.free(alloc);
+            return Err(e);
+        }
+        Ok(UserPage { alloc, mapping, handle })
+    }
+
+    /// Gives back a page the kernel did not take; one it took (the kernel refuses to free the
+    /// event page, `EPERM`) becomes the page after all.
+    fn release_event_page(&self, page: UserPage<P::Mapping>) {
+        let UserPage { alloc, mapping, .. } = page;
+        drop(mapping);
+        let addr = alloc.addr;
+        let _ = self.unmap_memory_from_gpu(addr);
+        match self.free(alloc) {
+            Err(Error::Ioctl { errno: crate::error::Errno::EPERM, .. }) => {
+                let _ = self.map_memory_to_gpu(addr, MapNodes::All);
+                match self.cpu_mapping(addr) {
+                    Ok(mapping) => {
+                        self.events.publish_page(EventPage { mapping, slots: EVENT_SLOTS });
+                    }
+                    Err(_) => self.events.abandon_page(),
+                }
+            }
+            _ => self.events.abandon_page(),
+        }
     }
 
     /// Maps the kernel-allocated event page at `offset` (from the first `CREATE_EVENT`).
