@@ -17,6 +17,7 @@
 //! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
 //!   generation-checked table of memory objects.
 //! - [`queue`]: AQL/SDMA packets, the lock-free ring producer, signals, per-queue sizing.
+//! - [`event`]: the event table, wait sets, exception data and the callback registry.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
@@ -35,6 +36,7 @@ extern crate std;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod event;
 pub mod memory;
 pub mod platform;
 pub mod queue;

@@ -20,6 +20,8 @@ pub mod fork;
 pub mod kfd;
 #[cfg(feature = "std")]
 pub mod mapping;
+#[cfg(feature = "std")]
+pub mod monitor;
 pub mod path;
 #[cfg(feature = "std")]
 mod platform;
@@ -32,6 +34,8 @@ pub mod sysfs;
 pub use device_node::{KFD_DEVICE, open_device};
 #[cfg(feature = "std")]
 pub use mapping::LinuxMapping;
+#[cfg(feature = "std")]
+pub use monitor::{EventMonitor, MonitorError};
 #[cfg(feature = "std")]
 pub use platform::LinuxPlatform;
 #[cfg(feature = "std")]

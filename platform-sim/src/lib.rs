@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hsakmt_core::error::Errno;
+use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, ResetType};
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
 
 pub use fault::{IoctlFault, Trigger};
@@ -435,6 +436,102 @@ impl SimPlatform {
     /// `EFAULT` when the range is not inside one buffer mapped on that GPU (a GPU memory fault).
     pub fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Result<(SimMapping, u64), Errno> {
         kfd::lock(&self.kfd.memory).resolve(gpu_id, va, len)
+    }
+}
+
+/// The events side of the simulated kernel and GPU: what the simulated command processor and
+/// the fault injector use, and what tests inspect.
+impl SimPlatform {
+    /// The simulated GPU raises signal event `id` the way a `RELEASE_MEM` with an interrupt
+    /// does: it writes the id into the event's mailbox and interrupts; the kernel acknowledges
+    /// the mailbox and sets the event. Returns whether an event was set.
+    pub fn gpu_signal_event(&self, id: u32) -> bool {
+        self.kfd.events.write_mailbox(id, u64::from(id)) && self.kfd.events.interrupt(Some(id)) > 0
+    }
+
+    /// The completion side of an HSA signal with an event mailbox
+    /// ([`hsakmt_core::queue::signal::Completion::interrupt`]): the simulated command processor
+    /// writes `event_id` to `mailbox_address` (a slot of the event page) and interrupts with
+    /// context id `event_id`. Returns whether an event was set (`false` for an address outside
+    /// the page).
+    pub fn raise_completion_interrupt(&self, mailbox_address: u64, event_id: u32) -> bool {
+        let Some((base, _)) = self.kfd.events.page() else { return false };
+        let Some(slot) = mailbox_address.checked_sub(base).filter(|o| o % 8 == 0).map(|o| o / 8)
+        else {
+            return false;
+        };
+        let Ok(slot) = u32::try_from(slot) else { return false };
+        self.kfd.events.write_mailbox(slot, u64::from(event_id))
+            && self.kfd.events.interrupt(Some(event_id)) > 0
+    }
+
+    /// The simulated GPU writes `value` into the mailbox of slot `id` without interrupting (an
+    /// interrupt still in flight). Returns whether the slot exists.
+    pub fn write_event_mailbox(&self, id: u32, value: u64) -> bool {
+        self.kfd.events.write_mailbox(id, value)
+    }
+
+    /// Delivers an event interrupt with context id `id` (`None`: no usable id, so the kernel
+    /// scans every mailbox). Returns how many events were set.
+    pub fn deliver_event_interrupt(&self, id: Option<u32>) -> usize {
+        self.kfd.events.interrupt(id)
+    }
+
+    /// Injects a GPU memory fault on `gpu_id` at `address`: every memory event of the process
+    /// receives the data (no RAS error) and is set. Returns how many events were set.
+    pub fn inject_memory_fault(&self, gpu_id: u32, address: u64, flags: FaultFlags) -> usize {
+        self.inject_ras_fault(gpu_id, address, flags, MemoryError::None)
+    }
+
+    /// As [`SimPlatform::inject_memory_fault`], with a RAS error type.
+    pub fn inject_ras_fault(
+        &self,
+        gpu_id: u32,
+        address: u64,
+        flags: FaultFlags,
+        error: MemoryError,
+    ) -> usize {
+        let fault = MemoryFault { gpu_id, node: None, address, flags, error, fatal: true };
+        self.kfd.events.memory_fault(fault.to_kernel())
+    }
+
+    /// Injects a reset of GPU `gpu_id`: every HW-exception event receives the data and is set
+    /// (and, for an ECC reset, every memory event an imprecise SRAM-ECC fault), as the kernel
+    /// does after a GPU reset. Returns how many events were set.
+    pub fn inject_gpu_reset(
+        &self,
+        gpu_id: u32,
+        reset: ResetType,
+        cause: ResetCause,
+        memory_lost: bool,
+    ) -> usize {
+        let hw = hsakmt_core::event::HwException { gpu_id, node: None, reset, cause, memory_lost };
+        self.kfd.events.gpu_reset(hw.to_kernel())
+    }
+
+    /// Threads blocked in `WAIT_EVENTS` now.
+    #[must_use]
+    pub fn event_waiters(&self) -> usize {
+        self.kfd.events.sleeping()
+    }
+
+    /// Events the simulated kernel holds for this process.
+    #[must_use]
+    pub fn kernel_events(&self) -> usize {
+        self.kfd.events.count()
+    }
+
+    /// The event page's address and whether user space supplied it (`false`: the simulated
+    /// kernel allocated it).
+    #[must_use]
+    pub fn event_page(&self) -> Option<(u64, bool)> {
+        self.kfd.events.page()
+    }
+
+    /// The simulated kernel's view of event `id`: whether it is signaled, and its age.
+    #[must_use]
+    pub fn kernel_event_state(&self, id: u32) -> Option<(bool, u64)> {
+        self.kfd.events.peek(id)
     }
 }
 

@@ -1,6 +1,7 @@
 //! `hsakmt bench`: benchmarks of the real code paths, each reported next to a reference
 //! measured in the same run.
 
+mod event;
 mod memory;
 mod queue;
 mod stats;
@@ -21,6 +22,9 @@ pub(crate) enum Group {
     Memory,
     /// AQL submission vs bare stores, dispatch latency and SDMA copies on the simulator.
     Queue,
+    /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
+    /// handoff; query cost.
+    Event,
 }
 
 /// Arguments of `hsakmt bench`.
@@ -92,7 +96,7 @@ impl Row {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     let groups = if args.groups.is_empty() {
-        vec![Group::Topology, Group::Memory, Group::Queue]
+        vec![Group::Topology, Group::Memory, Group::Event, Group::Queue]
     } else {
         args.groups.clone()
     };
@@ -102,6 +106,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
             Group::Topology => rows.extend(topology::run(args.scale)?),
             Group::Memory => rows.extend(memory::run(args.scale)?),
             Group::Queue => rows.extend(queue::run(args.scale)?),
+            Group::Event => rows.extend(event::run(args.scale)?),
         }
     }
     if args.json {

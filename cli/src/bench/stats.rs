@@ -35,6 +35,12 @@ impl Samples {
         v[rank.min(v.len()) - 1]
     }
 
+    /// Appends every measurement of `other`.
+    pub(crate) fn extend(&mut self, other: &Samples) {
+        self.values.extend_from_slice(&other.values);
+        self.sorted = false;
+    }
+
     pub(crate) fn max(&self) -> f64 {
         self.values.iter().copied().fold(0.0, f64::max)
     }

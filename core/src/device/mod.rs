@@ -10,6 +10,7 @@
 //! capacity is a type parameter: [`Kfd::new`] stores [`DEFAULT_MEMORY_OBJECTS`] objects inline;
 //! [`Kfd::with_memory`] takes any [`MemoryTables`] (boxed slices for hundreds of thousands).
 
+mod event;
 pub mod memory;
 pub mod queue;
 mod session;
@@ -28,6 +29,11 @@ pub use memory::{
     PointerInfo, PointerKind,
 };
 use session::{Session, Usability};
+
+pub use event::{
+    CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,
+    EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalValue, SignalWaited,
+};
 
 /// How many times an ioctl interrupted by a signal (`EINTR`, `EAGAIN`) is issued again before
 /// the error is returned.
@@ -87,6 +93,8 @@ pub enum Error {
     /// A platform call other than an ioctl failed: a CPU mapping, an address-space
     /// reservation, opening a render node.
     Platform(Errno),
+    /// An event operation failed in the library's bookkeeping (stale handle, full table, …).
+    Event(crate::event::Error),
 }
 
 impl fmt::Display for Error {
@@ -112,6 +120,7 @@ impl fmt::Display for Error {
             Self::Topology(e) => e.fmt(f),
             Self::Memory(e) => e.fmt(f),
             Self::Platform(e) => write!(f, "platform call failed: {e}"),
+            Self::Event(e) => e.fmt(f),
         }
     }
 }
@@ -127,6 +136,7 @@ impl crate::error::Error for Error {
             Self::Topology(e) => e.kind(),
             Self::Memory(e) => crate::error::Error::kind(e),
             Self::Platform(e) => e.kind(),
+            Self::Event(e) => e.kind(),
         }
     }
 }
@@ -136,6 +146,12 @@ impl core::error::Error for Error {}
 impl From<topology::Error> for Error {
     fn from(e: topology::Error) -> Self {
         Self::Topology(e)
+    }
+}
+
+impl From<crate::event::Error> for Error {
+    fn from(e: crate::event::Error) -> Self {
+        Self::Event(e)
     }
 }
 
@@ -154,6 +170,7 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     topology: spin::RwLock<Topology>,
     memory: spin::Mutex<MemoryState<P::Mapping, S>>,
     queues: spin::Mutex<queue::QueueState<P::Mapping>>,
+    events: event::Events<P::Mapping>,
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
@@ -176,6 +193,7 @@ impl<P: Platform> Kfd<P> {
             topology: spin::RwLock::new(Topology::new()),
             memory: spin::Mutex::new(MemoryState::inline()),
             queues: spin::Mutex::new(queue::QueueState::new()),
+            events: event::Events::new(),
         }
     }
 }
@@ -191,6 +209,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             topology: spin::RwLock::new(Topology::new()),
             memory: spin::Mutex::new(MemoryState::with_tables(tables)),
             queues: spin::Mutex::new(queue::QueueState::new()),
+            events: event::Events::new(),
         }
     }
 
@@ -218,6 +237,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 self.session.reset();
                 self.forget_queues();
                 self.forget_memory();
+                self.events.forget();
             }
             Usability::Closed => {}
         }
@@ -269,6 +289,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.check_open()?;
         if self.session.count() == 1 {
             self.teardown_queues();
+            // Events first: the event page's view must go before the memory check.
+            self.teardown_events();
             self.close_memory()?;
         }
         if self.session.close() == 0 {
@@ -346,17 +368,21 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             match self.platform.ioctl(request) {
                 Ok(()) => return Ok(()),
                 Err(e) if e.is_retryable() && tries < IOCTL_RETRIES => tries += 1,
-                Err(Errno::EBADF) if self.session.count() > 0 => {
-                    return Err(
-                        if self.session.usability(self.platform.process_id()) == Usability::Open {
-                            Error::Ioctl { name: request.name(), errno: Errno::EBADF }
-                        } else {
-                            Error::ForkedChild
-                        },
-                    );
-                }
-                Err(errno) => return Err(Error::Ioctl { name: request.name(), errno }),
+                Err(errno) => return Err(self.ioctl_failure(request.name(), errno)),
             }
+        }
+    }
+
+    /// The error for ioctl `name` failing with `errno`: `EBADF` in a forked child is
+    /// [`Error::ForkedChild`].
+    fn ioctl_failure(&self, name: &'static str, errno: Errno) -> Error {
+        if errno == Errno::EBADF
+            && self.session.count() > 0
+            && self.session.usability(self.platform.process_id()) != Usability::Open
+        {
+            Error::ForkedChild
+        } else {
+            Error::Ioctl { name, errno }
         }
     }
 }

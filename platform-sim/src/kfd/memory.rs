@@ -532,6 +532,20 @@ impl Memory {
         Ok(SimMapping::new(bo.backing()?.clone()))
     }
 
+    /// `kfd_kmap_event_page`: the memory of the buffer with KFD handle `handle`, which becomes
+    /// the process's event page — a GTT buffer of at least the page's 32 KiB (a user pointer
+    /// cannot be mapped into the kernel); `EINVAL` otherwise. Freeing it is refused from now on.
+    pub(crate) fn kmap_event_page(&mut self, handle: u64) -> Result<LinuxMapping, Errno> {
+        self.gpu(handle_gpu(handle))?;
+        let bo = self.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+        if bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT == 0 || bo.is_userptr() || bo.size < 32 * 1024 {
+            return Err(Errno::EINVAL);
+        }
+        let memory = bo.backing()?.clone();
+        self.signal_handle = Some(handle);
+        Ok(memory)
+    }
+
     /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it: the range must lie inside one
     /// buffer mapped on that GPU.
     pub(crate) fn resolve(

@@ -3,11 +3,15 @@
 
 pub(crate) mod memory;
 
+mod cp_hooks;
+mod event;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hsakmt_core::error::Errno;
+use hsakmt_core::event::KFD_MMAP_TYPE_EVENTS;
 use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
 use hsakmt_core::topology::{HeapType, NodeKind, Topology};
 use hsakmt_core::uapi::{
@@ -89,6 +93,7 @@ pub(crate) struct KfdModel {
     opens: AtomicU32,
     pub(crate) memory: Arc<Mutex<memory::Memory>>,
     pid: PidCache,
+    pub(crate) events: Arc<event::SimEvents>,
     pub(crate) cp_events: Arc<RecordedEvents>,
     pub(crate) gpu: GpuModel,
 }
@@ -140,11 +145,12 @@ impl KfdModel {
                 .collect(),
         );
         let memory = Arc::new(Mutex::new(memory));
+        let events = Arc::new(event::SimEvents::new());
         let cp_events = Arc::new(RecordedEvents::default());
         let gpu = GpuModel::new(
             GpuFacts::from_topology(topology),
             Arc::new(BoVm::new(memory.clone())),
-            cp_events.clone(),
+            Arc::new(cp_hooks::CpEvents::new(cp_events.clone(), events.clone())),
             cp.mode,
             cp.idle_spin,
         );
@@ -157,6 +163,7 @@ impl KfdModel {
             opens: AtomicU32::new(0),
             memory,
             pid: PidCache::new(),
+            events,
             cp_events,
             gpu,
         }
@@ -190,6 +197,7 @@ impl KfdModel {
         let pid = self.pid.get();
         if !s.open || s.owner != pid {
             *s = Session { open: true, owner: pid, vms: HashMap::new() };
+            self.events.end_all();
             self.opens.fetch_add(1, Ordering::Relaxed);
             drop(s);
             self.gpu.destroy_all();
@@ -197,13 +205,15 @@ impl KfdModel {
         Ok(())
     }
 
-    /// Closing the device ends the process's KFD state: queues, buffers, SVM ranges,
-    /// settings.
+    /// Closing the device ends the process's KFD state: buffers, SVM ranges, settings, events
+    /// and the event page.
     fn close(&self) {
         let mut s = lock(&self.session);
         s.open = false;
         s.vms.clear();
+        self.events.end_all();
         drop(s);
+        // The process's queues go with it (before its buffers).
         self.gpu.destroy_all();
         lock(&self.memory).reset();
     }
@@ -239,6 +249,14 @@ impl KfdModel {
             }
             Ioctl::AcquireVm(a) => self.acquire_vm(a),
             Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
+            // A buffer handle in `event_page_offset` must name a GTT buffer (kfd_kmap_event_page).
+            Ioctl::CreateEvent(a) => {
+                self.events.create(a, |handle| lock(&self.memory).kmap_event_page(handle))
+            }
+            Ioctl::DestroyEvent(a) => self.events.destroy(a.event_id),
+            Ioctl::SetEvent(a) => self.events.set(a.event_id),
+            Ioctl::ResetEvent(a) => self.events.reset(a.event_id),
+            Ioctl::WaitEvents { args, events } => self.events.wait(args, events),
             Ioctl::AllocMemoryOfGpu(a) => lock(&self.memory).alloc(a, vm(a.gpu_id)),
             Ioctl::FreeMemoryOfGpu(a) => lock(&self.memory).free(a),
             Ioctl::MapMemoryToGpu { args, devices } => lock(&self.memory).map(args, devices, vm),
@@ -324,6 +342,12 @@ impl KfdModel {
         Ok(())
     }
 
+    /// Whether the device is open by the calling process.
+    pub(crate) fn is_open_by_caller(&self) -> bool {
+        let s = lock(&self.session);
+        s.open && s.owner == self.pid.get()
+    }
+
     /// Whether `gpu_id`'s VM was acquired in this session.
     pub(crate) fn vm_acquired(&self, gpu_id: u32) -> bool {
         lock(&self.session).vms.contains_key(&gpu_id)
@@ -372,29 +396,19 @@ impl KfdDevice for SimPlatform {
         addr: Option<u64>,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
-        let mapped = lock(&self.kfd.memory).map_kfd(offset, addr);
-        if offset & (3 << 62) != MMAP_TYPE_DOORBELL {
-            return mapped;
-        }
-        // kfd_doorbell_mmap: the process's doorbell slice of the GPU the offset names, whether
-        // or not a doorbell buffer was allocated for it. Writes wake the command processor.
-        let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
-        let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
-        let sink = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
-        let memory = match mapped {
-            Ok(m) => m.memory().clone(),
-            Err(_) => {
-                if size != (1024 * facts.doorbell_size).max(4096) {
-                    return Err(Errno::EINVAL);
+        match offset {
+            // The simulator hands out the page where it lives (a kernel would map the same
+            // pages again), so it cannot honour a fixed address.
+            KFD_MMAP_TYPE_EVENTS if addr.is_none() => {
+                if !self.kfd.is_open_by_caller() {
+                    return Err(Errno::EBADF);
                 }
-                let at = match addr {
-                    Some(a) => a,
-                    None => hsakmt_linux::mapping::reserve(None, size, 4096)?,
-                };
-                hsakmt_linux::mapping::map_anonymous(at, size)?
+                self.kfd.events.map(size)
             }
-        };
-        Ok(SimMapping::doorbell(memory, sink))
+            KFD_MMAP_TYPE_EVENTS => Err(Errno::EINVAL),
+            _ if offset & (3 << 62) == MMAP_TYPE_DOORBELL => self.map_doorbells(offset, size, addr),
+            _ => lock(&self.kfd.memory).map_kfd(offset, addr),
+        }
     }
 
     fn map_buffer(
@@ -414,5 +428,36 @@ impl KfdDevice for SimPlatform {
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
         hsakmt_linux::mapping::map_anonymous(addr, size).map(SimMapping::new)
+    }
+}
+
+impl SimPlatform {
+    /// `kfd_doorbell_mmap`: the process's doorbell slice of the GPU the offset names — the
+    /// doorbell buffer's pages when one was allocated, else pages of its own — whose writes
+    /// wake the command processor.
+    fn map_doorbells(
+        &self,
+        offset: u64,
+        size: u64,
+        addr: Option<u64>,
+    ) -> Result<SimMapping, Errno> {
+        let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
+        let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
+        let sink = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
+        let mapped = lock(&self.kfd.memory).map_kfd(offset, addr);
+        let memory = match mapped {
+            Ok(m) => m.memory().clone(),
+            Err(_) => {
+                if size != (1024 * facts.doorbell_size).max(4096) {
+                    return Err(Errno::EINVAL);
+                }
+                let at = match addr {
+                    Some(a) => a,
+                    None => hsakmt_linux::mapping::reserve(None, size, 4096)?,
+                };
+                hsakmt_linux::mapping::map_anonymous(at, size)?
+            }
+        };
+        Ok(SimMapping::doorbell(memory, sink))
     }
 }

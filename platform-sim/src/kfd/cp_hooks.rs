@@ -1,0 +1,71 @@
+//! The command processor's interrupts, delivered to the events model: what a completion
+//! signal's mailbox, an SDMA `TRAP`, a `RELEASE_MEM` interrupt and a GPU page fault do in
+//! amdkfd (`kfd_signal_event_interrupt`, `kfd_signal_vm_fault_event`). Every interrupt is also
+//! recorded for tests ([`RecordedEvents`]).
+
+use std::sync::Arc;
+
+use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault};
+
+use super::event::SimEvents;
+use crate::gpu::vm::GpuVm;
+use crate::gpu::{EventHooks, QueueFault, RecordedEvents};
+
+/// [`EventHooks`] over the events model.
+#[derive(Debug)]
+pub(crate) struct CpEvents {
+    record: Arc<RecordedEvents>,
+    events: Arc<SimEvents>,
+}
+
+impl CpEvents {
+    pub(crate) fn new(record: Arc<RecordedEvents>, events: Arc<SimEvents>) -> Self {
+        CpEvents { record, events }
+    }
+}
+
+impl EventHooks for CpEvents {
+    fn signal_event(&self, event_id: u32) {
+        self.record.signal_event(event_id);
+        // The context id carries the event id (28 bits are valid, as for SDMA traps).
+        self.events.interrupt(Some(event_id & 0x0FFF_FFFF));
+    }
+
+    fn mailbox(&self, vm: &dyn GpuVm, gpu_id: u32, address: u64, event_id: u32) {
+        self.record.signal_event(event_id);
+        let slot = self.events.page().and_then(|(base, _)| {
+            let off = address.checked_sub(base).filter(|o| o % 8 == 0)?;
+            u32::try_from(off / 8).ok()
+        });
+        match slot {
+            // A slot of the event page: the model owns those words.
+            Some(slot) if self.events.write_mailbox(slot, u64::from(event_id)) => {}
+            // Anywhere else: a plain GPU write.
+            _ => {
+                if let Some(r) = vm.resolve(gpu_id, address, 4)
+                    && let Some(w) = hsakmt_core::platform::SharedMemory::u32s(&r).first()
+                {
+                    w.store(event_id, std::sync::atomic::Ordering::Release);
+                }
+            }
+        }
+        self.events.interrupt(Some(event_id));
+    }
+
+    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
+        self.record.memory_fault(gpu_id, address, write);
+        let fault = MemoryFault {
+            gpu_id,
+            node: None,
+            address,
+            flags: FaultFlags::NOT_PRESENT,
+            error: MemoryError::None,
+            fatal: true,
+        };
+        self.events.memory_fault(fault.to_kernel());
+    }
+
+    fn queue_error(&self, fault: &QueueFault) {
+        self.record.queue_error(fault);
+    }
+}
