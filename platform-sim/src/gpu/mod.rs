@@ -108,6 +108,11 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
         }
         self.signal_event(event_id);
     }
+    /// The kernel sets event `event_id` itself (a queue's error event, as
+    /// `kfd_send_exception_to_runtime` does). The default treats it as an interrupt.
+    fn set_event(&self, event_id: u32) {
+        self.signal_event(event_id);
+    }
     /// A GPU page fault at `address` (KFD raises the process's memory events).
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool);
     /// A queue went into error.
@@ -413,7 +418,7 @@ impl SimQueue {
                 w.fetch_or(KFD_EC_MASK(exception), Ordering::AcqRel);
             }
             if event != 0 {
-                cp.events.signal_event(event);
+                cp.events.set_event(event);
             }
         }
         if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {

@@ -52,6 +52,11 @@ impl EventHooks for CpEvents {
         self.events.interrupt(Some(event_id));
     }
 
+    fn set_event(&self, event_id: u32) {
+        self.record.signal_event(event_id);
+        let _ = self.events.set(event_id);
+    }
+
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
         self.record.memory_fault(gpu_id, address, write);
         let fault = MemoryFault {
