@@ -691,3 +691,23 @@ fn queue_errors_reach_the_payload_and_event() {
         );
     });
 }
+
+/// Without `ACQUIRE_VM` for the GPU, amdkfd cannot bind the process to it: `ESRCH`.
+#[test]
+fn queues_need_the_gpus_vm() {
+    let sim = SimPlatform::builder().cp_mode(CpMode::Step).build();
+    hsakmt_core::platform::KfdDevice::open(&sim).unwrap();
+    let gpu_id = sim.gpu_ids()[0];
+    let mut a = kfd_ioctl_create_queue_args {
+        gpu_id,
+        queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
+        ring_size: 4096,
+        queue_percentage: 100,
+        ..Default::default()
+    };
+    let r = hsakmt_core::platform::KfdDevice::ioctl(&sim, &mut Ioctl::CreateQueue(&mut a));
+    assert_eq!(r, Err(Errno::ESRCH));
+    let mut t = hsakmt_core::uapi::kfd_ioctl_set_trap_handler_args { gpu_id, ..Default::default() };
+    let r = hsakmt_core::platform::KfdDevice::ioctl(&sim, &mut Ioctl::SetTrapHandler(&mut t));
+    assert_eq!(r, Err(Errno::ESRCH));
+}

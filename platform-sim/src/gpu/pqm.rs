@@ -5,7 +5,7 @@
 //! - `CREATE_QUEUE`: percentage (bits 0..8) > 100, priority > 15 → `EINVAL`; ring/pointer
 //!   addresses outside user space → `EFAULT`; ring size not a power of two (0 allowed) →
 //!   `EINVAL`, below 1024 → raised to 1024; unknown queue type → `ENOTSUPP` (524); unknown
-//!   gpu_id → `EINVAL`; SDMA engine id past the node's engines → `EINVAL`; then the buffers
+//!   gpu_id → `EINVAL`; a GPU whose VM was not acquired → `ESRCH`; SDMA engine id past the node's engines → `EINVAL`; then the buffers
 //!   (`kfd_queue_acquire_buffers`): write and read pointers each in the first page of a one-page
 //!   mapping, the ring at the start of a mapping of exactly its size, for compute queues the
 //!   EOP buffer (if given) of exactly the node's EOP size, a control stack of exactly the node's
@@ -23,7 +23,7 @@
 //!   `first_gws` is 0.
 //! - `GET_QUEUE_WAVE_STATE`: unknown id → `EFAULT`; not a compute queue, still active, or no
 //!   CWSR → `EINVAL`; nothing is saved in the simulator, so both sizes are 0.
-//! - `SET_TRAP_HANDLER`: unknown gpu_id → `EINVAL`.
+//! - `SET_TRAP_HANDLER`: unknown gpu_id → `EINVAL`; VM not acquired → `ESRCH`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -256,6 +256,7 @@ impl GpuModel {
         &self,
         a: &mut kfd_ioctl_create_queue_args,
         kfd_minor: u32,
+        vm_acquired: bool,
     ) -> Result<(), Errno> {
         if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
             || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
@@ -286,6 +287,10 @@ impl GpuModel {
             _ => return Err(ENOTSUPP),
         };
         let f = self.facts(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
+        // kfd_bind_process_to_device: a GPU whose VM the process has not acquired.
+        if !vm_acquired {
+            return Err(Errno::ESRCH);
+        }
         let engines = f.sdma_engines + f.xgmi_engines;
         if a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID && a.sdma_engine_id >= engines {
             return Err(Errno::EINVAL);
@@ -520,8 +525,12 @@ impl GpuModel {
     pub(crate) fn set_trap_handler(
         &self,
         a: &kfd_ioctl_set_trap_handler_args,
+        vm_acquired: bool,
     ) -> Result<(), Errno> {
         self.facts(a.gpu_id).ok_or(Errno::EINVAL)?;
+        if !vm_acquired {
+            return Err(Errno::ESRCH);
+        }
         lock(&self.pqm).trap.insert(a.gpu_id, (a.tba_addr, a.tma_addr));
         Ok(())
     }

@@ -268,7 +268,7 @@ impl KfdModel {
             Ioctl::Svm { args, attrs } => lock(&self.memory).svm(args, attrs),
             Ioctl::SetXnackMode(a) => lock(&self.memory).set_xnack(a),
             Ioctl::SetScratchBackingVa(a) => lock(&self.memory).set_scratch(a, vm(a.gpu_id)),
-            Ioctl::CreateQueue(a) => self.gpu.create_queue(a, self.version.1),
+            Ioctl::CreateQueue(a) => self.gpu.create_queue(a, self.version.1, vm(a.gpu_id)),
             Ioctl::DestroyQueue(a) => self.gpu.destroy_queue(a),
             Ioctl::UpdateQueue(a) => self.gpu.update_queue(a),
             Ioctl::SetCuMask { args, mask } => {
@@ -279,7 +279,7 @@ impl KfdModel {
             }
             Ioctl::AllocQueueGws(a) => self.gpu.alloc_queue_gws(a),
             Ioctl::GetQueueWaveState(a) => self.gpu.queue_wave_state(a),
-            Ioctl::SetTrapHandler(a) => self.gpu.set_trap_handler(a),
+            Ioctl::SetTrapHandler(a) => self.gpu.set_trap_handler(a, vm(a.gpu_id)),
             // Not (yet) modelled: what a kernel without the ioctl answers.
             _ => Err(Errno::ENOTTY),
         }
