@@ -139,7 +139,10 @@ pub enum RingSpec<'a, M> {
     },
     /// The caller's memory, CPU-mapped (for example by the memory API). The ring starts at
     /// the mapping; producers are available when the mapping is exactly `size` bytes. The
-    /// queue keeps a clone of the mapping while it lives.
+    /// queue keeps a clone of the mapping while it lives. Producers publish with release
+    /// stores, which order stores to system memory; a ring in write-combined device memory
+    /// (VRAM) would also need a store fence before each header (ROCr's `sfence`), which the
+    /// producers do not issue — keep producer rings in system memory.
     Mapped {
         /// The ring memory.
         mapping: &'a M,

@@ -309,7 +309,8 @@ impl<M: SharedMemory> Pm4Queue<M> {
         if n == 0 || n >= self.size {
             return Err(RingError::InvalidCount { requested: n, capacity: self.size });
         }
-        while self.wptr + n - self.rptr() >= self.size {
+        // The read pointer comes from shared memory: wrapping arithmetic, never a panic.
+        while self.wptr.wrapping_add(n).wrapping_sub(self.rptr()) >= self.size {
             relax();
         }
         let words = self.ring.u32s();
@@ -457,8 +458,9 @@ impl<M: SharedMemory> SdmaQueue<M> {
         let mut n = 0;
         if let SdmaCompletion::Signal { signal, value, mailbox } = completion {
             let at = signal.checked_add(VALUE_OFFSET as u64).ok_or(SdmaError::AddressOverflow)?;
+            let hi = at.checked_add(4).ok_or(SdmaError::AddressOverflow)?;
             let v = value as u64;
-            tail[0] = SdmaPacket::Fence { addr: at + 4, data: (v >> 32) as u32, mtype: 0 };
+            tail[0] = SdmaPacket::Fence { addr: hi, data: (v >> 32) as u32, mtype: 0 };
             tail[1] = SdmaPacket::Fence { addr: at, data: v as u32, mtype: 0 };
             n = 2;
             if let Some(m) = mailbox {
