@@ -10,6 +10,7 @@
 //! capacity is a type parameter: [`Kfd::new`] stores [`DEFAULT_MEMORY_OBJECTS`] objects inline;
 //! [`Kfd::with_memory`] takes any [`MemoryTables`] (boxed slices for hundreds of thousands).
 
+mod clock;
 mod event;
 pub mod memory;
 pub mod queue;
@@ -29,6 +30,8 @@ pub use memory::{
     PointerInfo, PointerKind,
 };
 use session::{Session, Usability};
+
+pub use clock::ClockSample;
 
 pub use event::{
     CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,

@@ -18,7 +18,7 @@ pub struct DriverId(pub u8);
 pub struct AgentId {
     /// The driver.
     pub driver: DriverId,
-    /// The node within that driver (topology node index).
+    /// The node within that driver (libhsakmt's user node id: dense over accessible nodes).
     pub node: u32,
 }
 
@@ -114,7 +114,7 @@ impl AgentInfo {
         if !node.is_accessible() {
             return None;
         }
-        let id = AgentId { driver, node: u32::try_from(node.index()).ok()? };
+        let id = AgentId { driver, node: node.user_id()? };
         let mut name = heapless::String::new();
         let info = match node.kind() {
             NodeKind::Cpu => {

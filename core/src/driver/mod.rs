@@ -2,18 +2,30 @@
 //! agents and their memory regions, detection and a selection policy — plus the performance
 //! helpers the design calls for (a sub-allocating pool for small objects).
 //!
+//! - [`api`]: the object-safe [`Driver`] trait: memory, queues, signals, events, clocks.
+//! - [`registry`]: detection — every candidate initialised, failures kept with their
+//!   reason — and lookup.
 //! - [`agent`]: agents (identity = driver + node) and regions, derived from a topology.
 //! - [`policy`]: choosing a driver explicitly, by `HSAKMT_DRIVER`, GPU-first,
 //!   performance-first or feature-first, with the reason.
 //! - [`pool`]: bounded-time sub-allocation of small objects out of one large buffer.
 
 pub mod agent;
+pub mod api;
+pub mod kfd;
 pub mod policy;
 pub mod pool;
+pub mod registry;
 
 pub use agent::{
     AgentFeatures, AgentId, AgentInfo, AgentKind, DriverId, RegionId, RegionInfo, RegionKind,
     regions_of,
 };
+pub use api::{
+    Buffer, Capabilities, ClockCounters, Driver, DriverError, EventId, Producers,
+    QueueErrorCallback, QueueId, QueueParams, Regions, SignalId, Waited,
+};
+pub use kfd::KfdDriver;
 pub use policy::{Choice, DriverKind, DriverSummary, Policy, PolicyError, Reason, choose};
 pub use pool::{InlineSubAllocator, SubAllocator};
+pub use registry::{Detection, Registry};

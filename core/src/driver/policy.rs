@@ -107,13 +107,10 @@ pub const LANES_PER_CU: u64 = 64;
 pub const LANES_PER_CPU_CORE: u64 = 8;
 
 impl DriverSummary {
-    /// Summarises a driver's agents; `peer_links` is counted by the caller from the topology.
-    pub fn from_agents<'a>(
-        kind: DriverKind,
-        agents: impl IntoIterator<Item = &'a AgentInfo>,
-        peer_links: u32,
-    ) -> Self {
-        let mut s = Self {
+    /// An empty summary of driver `kind` with `peer_links` GPU-to-GPU links.
+    #[must_use]
+    pub const fn new(kind: DriverKind, peer_links: u32) -> Self {
+        Self {
             kind,
             gpus: 0,
             cpus: 0,
@@ -123,22 +120,36 @@ impl DriverSummary {
             peer_links,
             features: AgentFeatures::empty(),
             common_gpu_features: AgentFeatures::all(),
-        };
-        for a in agents {
-            s.features |= a.features;
-            let work = u64::from(a.compute_units) * u64::from(a.max_clock_mhz);
-            match a.kind {
-                AgentKind::Gpu => {
-                    s.gpus += 1;
-                    s.gpu_cu_mhz = s.gpu_cu_mhz.saturating_add(work);
-                    s.local_memory = s.local_memory.saturating_add(a.local_memory_bytes);
-                    s.common_gpu_features &= a.features;
-                }
-                AgentKind::Cpu => {
-                    s.cpus += 1;
-                    s.cpu_core_mhz = s.cpu_core_mhz.saturating_add(work);
-                }
+        }
+    }
+
+    /// Counts one agent in.
+    pub fn add(&mut self, a: &AgentInfo) {
+        self.features |= a.features;
+        let work = u64::from(a.compute_units) * u64::from(a.max_clock_mhz);
+        match a.kind {
+            AgentKind::Gpu => {
+                self.gpus += 1;
+                self.gpu_cu_mhz = self.gpu_cu_mhz.saturating_add(work);
+                self.local_memory = self.local_memory.saturating_add(a.local_memory_bytes);
+                self.common_gpu_features &= a.features;
             }
+            AgentKind::Cpu => {
+                self.cpus += 1;
+                self.cpu_core_mhz = self.cpu_core_mhz.saturating_add(work);
+            }
+        }
+    }
+
+    /// Summarises a driver's agents; `peer_links` is counted by the caller from the topology.
+    pub fn from_agents<'a>(
+        kind: DriverKind,
+        agents: impl IntoIterator<Item = &'a AgentInfo>,
+        peer_links: u32,
+    ) -> Self {
+        let mut s = Self::new(kind, peer_links);
+        for a in agents {
+            s.add(a);
         }
         s
     }

@@ -16,7 +16,8 @@ use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
 use hsakmt_core::topology::{HeapType, NodeKind, Topology};
 use hsakmt_core::uapi::{
     KFD_IOC_CACHE_POLICY_NONCOHERENT, ioctl_by_nr, kfd_ioctl_acquire_vm_args,
-    kfd_ioctl_get_version_args, kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
+    kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_version_args,
+    kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
 };
 use hsakmt_linux::fork::PidCache;
 
@@ -96,6 +97,7 @@ pub(crate) struct KfdModel {
     pub(crate) events: Arc<event::SimEvents>,
     pub(crate) cp_events: Arc<RecordedEvents>,
     pub(crate) gpu: GpuModel,
+    epoch: std::time::Instant,
 }
 
 /// How the simulated command processors run (from the builder).
@@ -166,6 +168,7 @@ impl KfdModel {
             events,
             cp_events,
             gpu,
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -249,6 +252,7 @@ impl KfdModel {
             }
             Ioctl::AcquireVm(a) => self.acquire_vm(a),
             Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
+            Ioctl::GetClockCounters(a) => self.clock_counters(a),
             // A buffer handle in `event_page_offset` must name a GTT buffer (kfd_kmap_event_page).
             Ioctl::CreateEvent(a) => {
                 self.events.create(a, |handle| lock(&self.memory).kmap_event_page(handle))
@@ -283,6 +287,19 @@ impl KfdModel {
             // Not (yet) modelled: what a kernel without the ioctl answers.
             _ => Err(Errno::ENOTTY),
         }
+    }
+
+    /// `kfd_ioctl_get_clock_counters`: the GPU counter runs at 100 MHz (the rate amdgpu
+    /// reports for gfx9+ `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the
+    /// monotonic clock in ns, as current kernels give.
+    fn clock_counters(&self, args: &mut kfd_ioctl_get_clock_counters_args) -> Result<(), Errno> {
+        self.gpu(args.gpu_id)?;
+        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        args.gpu_clock_counter = ns / 10;
+        args.cpu_clock_counter = ns;
+        args.system_clock_counter = ns;
+        args.system_clock_freq = 1_000_000_000;
+        Ok(())
     }
 
     fn get_version(&self, args: &mut kfd_ioctl_get_version_args) {
