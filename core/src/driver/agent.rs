@@ -263,7 +263,6 @@ pub fn regions_of(info: &AgentInfo, node: &NodeView<'_>) -> heapless::Vec<Region
         });
     };
     const PAGE: u64 = 4096;
-    const HUGE: u64 = 2 << 20;
     match info.kind {
         AgentKind::Cpu => {
             let system: u64 = node
@@ -279,9 +278,9 @@ pub fn regions_of(info: &AgentInfo, node: &NodeView<'_>) -> heapless::Vec<Region
             let vram = info.local_memory_bytes;
             let public =
                 node.mem_banks().iter().any(|b| b.heap_type() == Some(HeapType::FrameBufferPublic));
-            push(RegionKind::GlobalCoarseGrained, vram, HUGE, public, true);
+            push(RegionKind::GlobalCoarseGrained, vram, PAGE, public, true);
             if public {
-                push(RegionKind::GlobalFineGrained, vram, HUGE, true, true);
+                push(RegionKind::GlobalFineGrained, vram, PAGE, true, true);
             }
             let lds = u64::from(node.lds_size_in_kb().unwrap_or(0)) * 1024;
             push(RegionKind::Group, lds, 0, false, false);

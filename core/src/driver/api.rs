@@ -14,7 +14,7 @@ use super::agent::{AgentId, AgentInfo, MAX_REGIONS, RegionId, RegionInfo, Region
 use super::policy::DriverKind;
 use crate::device::queue::QueueError;
 use crate::device::{self, SignalCondition};
-use crate::error::ErrorKind;
+use crate::error::{Error as _, ErrorKind};
 use crate::memory::svm::SvmAttribute;
 use crate::queue::aql::PacketWords;
 
@@ -229,8 +229,10 @@ impl crate::error::Error for DriverError {
 impl core::error::Error for DriverError {}
 
 impl From<device::Error> for DriverError {
+    /// Stale or unknown handles of any table are [`DriverError::InvalidHandle`]; everything
+    /// else keeps the device's error.
     fn from(e: device::Error) -> Self {
-        Self::Device(e)
+        if e.kind() == ErrorKind::InvalidHandle { Self::InvalidHandle } else { Self::Device(e) }
     }
 }
 
@@ -400,17 +402,20 @@ pub trait Driver: Send + Sync {
     /// [`DriverError::InvalidHandle`] or the device's failure.
     fn destroy_queue(&self, queue: QueueId) -> Result<(), DriverError>;
 
-    /// Copies `bytes` from `src` to `dst` on `agent`'s DMA engine, then stores 0 into
-    /// `completion` (which the caller set to non-zero).
+    /// Copies `bytes` from `src` to `dst` on `agent`'s DMA engine once every signal of `deps`
+    /// is 0, then stores 0 into `completion` (which the caller set to non-zero). Returns at
+    /// once; the copy runs asynchronously (HSA's `hsa_amd_memory_async_copy`).
     ///
     /// # Errors
-    /// [`DriverError::NotSupported`] without DMA engines, or the device's failure.
+    /// [`DriverError::NotSupported`] without DMA engines, [`DriverError::InvalidHandle`] for
+    /// an unknown signal, or the device's failure.
     fn copy(
         &self,
         agent: AgentId,
         dst: u64,
         src: u64,
         bytes: u64,
+        deps: &[SignalId],
         completion: SignalId,
     ) -> Result<(), DriverError>;
 

@@ -24,7 +24,8 @@ use super::api::{
 use super::policy::DriverKind;
 use super::pool::SubAllocator;
 use crate::device::queue::{
-    AqlQueue, QueueDesc, QueueHandle, QueueType, RingSpec, RingUpdate, SdmaCompletion, SdmaQueue,
+    AqlQueue, QueueDesc, QueueError, QueueHandle, QueueType, RingSpec, RingUpdate, SdmaCompletion,
+    SdmaQueue,
 };
 use crate::device::{
     Allocation, DEFAULT_MEMORY_OBJECTS, DEFAULT_SPIN_NS, EventDescriptor, Inline, Kfd, MapNodes,
@@ -37,7 +38,8 @@ use crate::memory::{MemFlags, PAGE_SIZE};
 use crate::platform::{Platform, SharedMemory};
 use crate::queue::aql::PacketWords;
 use crate::queue::params::QueuePriority;
-use crate::queue::signal::{Mailbox, Signal, SignalInit};
+use crate::queue::sdma::{PollFunc, SdmaPacket};
+use crate::queue::signal::{Mailbox, Signal, SignalInit, VALUE_OFFSET};
 use crate::topology::{IoLinkType, NodeKind};
 
 /// Most agents a driver exposes (the topology's node capacity).
@@ -66,7 +68,8 @@ struct LiveQueue<M: SharedMemory> {
     producer: AqlQueue<M>,
     ring: Allocation<M>,
     params: QueueParams,
-    error_word: u64,
+    /// The signal whose value the kernel sets to the exception mask on a queue error.
+    error_signal: SignalId,
     error_reported: bool,
 }
 
@@ -357,7 +360,7 @@ where
                 let generation = slot.generation;
                 if let Some(q) = slot.live.as_mut()
                     && !q.error_reported
-                    && self.error_word(q.error_word) != 0
+                    && self.signal_load(q.error_signal).unwrap_or(0) != 0
                 {
                     q.error_reported = true;
                     if let Some(cb) = q.params.error_callback {
@@ -372,19 +375,6 @@ where
             cb(*id, crate::error::ErrorKind::DeviceFault);
         }
         fired.len()
-    }
-
-    fn error_word(&self, addr: u64) -> i64 {
-        if addr == 0 {
-            return 0;
-        }
-        let pool = self.signals.lock();
-        let Some(mem) = pool.memory.as_ref().and_then(|m| m.mapping.as_ref()) else { return 0 };
-        let Some(off) = addr.checked_sub(mem.addr()) else { return 0 };
-        usize::try_from(off)
-            .ok()
-            .and_then(|o| Signal::new(mem, o).ok())
-            .map_or(0, |s| s.load_acquire())
     }
 }
 
@@ -572,6 +562,10 @@ where
             .find(|a| a.id == region.agent)
             .map_or(AgentKind::Cpu, |a| a.kind);
         let flags = Self::flags_for(info.kind, kind, info.host_accessible);
+        // HSA allocates any size; the kernel takes whole granules.
+        let size = size
+            .checked_next_multiple_of(info.granule.max(PAGE_SIZE))
+            .ok_or(DriverError::InvalidArgument("size"))?;
         let alloc = self.kfd.alloc_memory(region.agent.node, size, flags)?;
         let (addr, bytes) = (alloc.addr, alloc.size);
         drop(alloc);
@@ -700,7 +694,7 @@ where
             .with_percentage(u32::from(params.percentage));
         let desc = QueueDesc {
             error: crate::device::queue::ErrorReporting {
-                payload_address: error_signal.0 + 8,
+                payload_address: error_signal.0 + VALUE_OFFSET as u64,
                 event_id: 0,
             },
             ..desc
@@ -746,7 +740,7 @@ where
             producer,
             ring,
             params: *params,
-            error_word: error_signal.0 + 8,
+            error_signal,
             error_reported: false,
         });
         Ok(QueueId { index: u32::try_from(index).unwrap_or(NO_QUEUE), generation: slot.generation })
@@ -802,7 +796,7 @@ where
             }
             slot.live.take().ok_or(DriverError::InvalidHandle)?
         };
-        let LiveQueue { handle, producer, ring, error_word, agent, params, .. } = live;
+        let LiveQueue { handle, producer, ring, error_signal, agent, params, .. } = live;
         drop(producer);
         if let Err(e) = self.kfd.destroy_queue(handle) {
             // Put it back: the queue still exists.
@@ -815,14 +809,14 @@ where
                         producer,
                         ring,
                         params,
-                        error_word,
+                        error_signal,
                         error_reported: false,
                     });
                 }
             }
             return Err(e.into());
         }
-        let _ = self.destroy_signal(SignalId(error_word - 8));
+        let _ = self.destroy_signal(error_signal);
         let mut st = self.state.write();
         if let Err(r) = st.ring_cache.push(ring) {
             drop(st);
@@ -837,9 +831,13 @@ where
         dst: u64,
         src: u64,
         bytes: u64,
+        deps: &[SignalId],
         completion: SignalId,
     ) -> Result<(), DriverError> {
         let node = self.gpu_node_of(agent)?;
+        for d in deps {
+            self.signal_parts(*d)?;
+        }
         let (_, _, event) = self.signal_parts(completion)?;
         let info = self.kfd.event_info(event)?;
         let mailbox = match (info.mailbox, info.id) {
@@ -852,6 +850,19 @@ where
             .iter_mut()
             .find(|(n, _)| *n == node)
             .ok_or(DriverError::NotSupported("DMA copy on this agent"))?;
+        // Each dependency: poll the low word of its value until 0 (completions store 0, high
+        // word first, so the low word changes last).
+        let polls = deps.iter().map(|d| SdmaPacket::PollRegMem {
+            addr: d.0 + VALUE_OFFSET as u64,
+            reference: 0,
+            mask: u32::MAX,
+            func: PollFunc::Equal,
+            interval: 10,
+            retry_count: 0xFFF,
+        });
+        if !deps.is_empty() {
+            producer.ring().submit(polls, core::hint::spin_loop).map_err(QueueError::from)?;
+        }
         producer.copy(
             dst,
             src,
