@@ -3,6 +3,7 @@
 mod bench;
 mod doctor;
 mod info;
+mod run;
 mod source;
 
 use std::process::ExitCode;
@@ -19,6 +20,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The end-to-end job: a control loop (host → device copy, barrier, compute, copy back,
+    /// verify) on the best usable driver, with latency and throughput.
+    Run(run::RunArgs),
     /// Print the KFD topology (rocminfo-like report, JSON, or Graphviz).
     Info(info::InfoArgs),
     /// Run benchmarks; every figure is reported next to a reference measured in the same run.
@@ -30,6 +34,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Doctor(args) => match doctor::run(&args) {

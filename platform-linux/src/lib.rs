@@ -18,6 +18,7 @@ pub mod device_node;
 #[cfg(feature = "std")]
 pub mod fork;
 pub mod kfd;
+pub mod latency;
 #[cfg(feature = "std")]
 pub mod mapping;
 #[cfg(feature = "std")]

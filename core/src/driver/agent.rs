@@ -108,7 +108,7 @@ pub struct AgentInfo {
 
 impl AgentInfo {
     /// Builds an agent from a topology node, or `None` for a node that is hidden (device
-    /// cgroup) or has neither CPU cores nor SIMDs.
+    /// cgroup), has neither CPU cores nor SIMDs, or is a GPU without a `gpu_id`.
     #[must_use]
     pub fn from_node(driver: DriverId, node: &NodeView<'_>) -> Option<Self> {
         if !node.is_accessible() {
@@ -145,6 +145,8 @@ impl AgentInfo {
                 }
             }
             NodeKind::Gpu | NodeKind::Apu => {
+                // Without a gpu_id the kernel offers no handle to reach the GPU by.
+                let gpu_id = node.gpu_id().filter(|g| *g != 0)?;
                 let gfx = node.effective_gfx();
                 if let Some(g) = gfx {
                     let _ = core::fmt::write(&mut name, format_args!("{g}"));
@@ -176,7 +178,7 @@ impl AgentInfo {
                     kind: AgentKind::Gpu,
                     name,
                     gfx,
-                    gpu_id: node.gpu_id().unwrap_or(0),
+                    gpu_id,
                     compute_units: node.cu_count().unwrap_or(0),
                     simd_count: node.simd_count().unwrap_or(0),
                     wavefront_size: node.wave_front_size().unwrap_or(64),

@@ -145,11 +145,7 @@ impl BoVm {
 impl GpuVm for BoVm {
     fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
         let (mapping, offset) = self.lock().resolve(gpu_id, va, len).ok()?;
-        MemRange::new(
-            mapping.memory().clone(),
-            usize::try_from(offset).ok()?,
-            usize::try_from(len).ok()?,
-        )
+        MemRange::new(mapping, usize::try_from(offset).ok()?, usize::try_from(len).ok()?)
     }
 
     fn queue_buffer_get(&self, gpu_id: u32, va: u64, expected: u64) -> Result<Pin, Errno> {

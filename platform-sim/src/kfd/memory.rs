@@ -72,6 +72,10 @@ pub(crate) struct Bo {
     /// gpu_ids the buffer is mapped on.
     pub(crate) mapped: Vec<u32>,
     pub(crate) backing: Option<LinuxMapping>,
+    /// The view of user-pointer memory, made at the first GPU access after checking the
+    /// memory is mapped (amdkfd pins the pages at registration; from then on the application
+    /// keeps them mapped until it deregisters them — libhsakmt's contract).
+    pub(crate) user_view: Option<LinuxMapping>,
     /// VRAM bytes charged to the GPU.
     pub(crate) vram_charge: u64,
     /// System-memory bytes counted for the GPU.
@@ -293,6 +297,7 @@ impl Memory {
                 user_addr,
                 mapped: Vec::new(),
                 backing: None,
+                user_view: None,
                 vram_charge,
                 system_charge,
                 queue_pins: 0,
@@ -480,6 +485,7 @@ impl Memory {
                 user_addr: None,
                 mapped: Vec::new(),
                 backing: Some(backing),
+                user_view: None,
                 vram_charge: 0,
                 system_charge: 0,
                 queue_pins: 0,
@@ -553,7 +559,7 @@ impl Memory {
         gpu_id: u32,
         va: u64,
         len: u64,
-    ) -> Result<(SimMapping, u64), Errno> {
+    ) -> Result<(LinuxMapping, u64), Errno> {
         let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
         let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
@@ -562,17 +568,22 @@ impl Memory {
         }
         let offset = va - start;
         if let Some(user) = bo.user_addr {
+            if let Some(view) = &bo.user_view {
+                return Ok((view.clone(), offset));
+            }
             let size = usize::try_from(bo.size).map_err(|_| Errno::EFAULT)?;
             if !host::is_mapped(user & !(PAGE - 1), page_align(bo.size)) {
                 return Err(Errno::EFAULT);
             }
             // SAFETY: user-pointer memory is the application's; registering it promises to keep
-            // it mapped until it is deregistered (libhsakmt's contract), and the kernel model
-            // checked it is mapped right now.
+            // it mapped until it is deregistered (libhsakmt's contract; amdkfd pins the pages
+            // at registration), the kernel model checked it is mapped right now, and the view
+            // is dropped with the buffer at deregistration.
             let view = unsafe { LinuxMapping::borrowed(user, size) };
-            return Ok((SimMapping::new(view), offset));
+            bo.user_view = Some(view.clone());
+            return Ok((view, offset));
         }
-        Ok((SimMapping::new(bo.backing()?.clone()), offset))
+        Ok((bo.backing()?.clone(), offset))
     }
 
     /// `SET_SCRATCH_BACKING_VA`.

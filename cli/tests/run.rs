@@ -1,0 +1,106 @@
+//! `hsakmt run` end to end over the simulator: results verified on every profile that has a
+//! usable GPU, several GPUs, the JSON contract, and clean failures (injected ioctl faults,
+//! profiles without GPUs, bad arguments).
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn hsakmt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hsakmt"))
+        .args(args)
+        .env_remove("HSAKMT_DRIVER")
+        .output()
+        .expect("run hsakmt")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = hsakmt(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn runs_and_verifies_on_every_profile_with_a_gpu() {
+    for profile in ["mi308x-8gpu-cpx", "mi25-vega10-rocm18"] {
+        let doc = json(&["run", "--sim", profile, "--iterations", "300", "--json"]);
+        assert_eq!(doc["driver"], "sim");
+        assert_eq!(doc["iterations"], 300);
+        assert_eq!(doc["verified"], true, "{profile}: {doc}");
+        assert_eq!(doc["compute"], "registered kernel");
+        let lat = &doc["latency_ns"];
+        let (p50, p99, max) = (
+            lat["p50"].as_f64().unwrap(),
+            lat["p99"].as_f64().unwrap(),
+            lat["max"].as_f64().unwrap(),
+        );
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{lat}");
+        assert!(doc["throughput_per_s"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn spreads_over_several_gpus() {
+    let doc = json(&["run", "--iterations", "400", "--gpus", "4", "--block", "1024", "--json"]);
+    assert_eq!(doc["gpus"], 4);
+    assert_eq!(doc["agents"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["verified"], true);
+    let doc = json(&[
+        "run",
+        "--sim",
+        "mi25-vega10-rocm18",
+        "--iterations",
+        "20",
+        "--gpus",
+        "all",
+        "--json",
+    ]);
+    assert_eq!(doc["gpus"], 1);
+}
+
+#[test]
+fn default_run_falls_back_to_the_simulator_and_says_why() {
+    let out = hsakmt(&["run", "--iterations", "50"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !std::path::Path::new("/dev/kfd").exists() {
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("/dev/kfd does not exist"), "{err}");
+        assert!(err.contains("driver `sim`"), "{err}");
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(report.contains("every result checked out"), "{report}");
+    }
+}
+
+#[test]
+fn failures_exit_non_zero_with_a_clear_message() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "--iterations", "100", "--inject", "WAIT_EVENTS=EIO@1"],
+            "WAIT_EVENTS failed: EIO",
+        ),
+        (
+            &["run", "--iterations", "10", "--inject", "CREATE_QUEUE=ENOMEM@1"],
+            "CREATE_QUEUE failed: ENOMEM",
+        ),
+        (
+            &["run", "--iterations", "10", "--inject", "ALLOC_MEMORY_OF_GPU=ENOSPC@2"],
+            "ALLOC_MEMORY_OF_GPU failed",
+        ),
+        (&["run", "--sim", "mi210-8gpu-2hive", "--iterations", "5"], "no agent to run the loop on"),
+        (&["run", "--iterations", "5", "--gpus", "99"], "has only 32 agent(s)"),
+        (&["run", "--block", "6"], "multiple of 4"),
+    ];
+    for (args, want) in cases {
+        let out = hsakmt(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must fail");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hsakmt"))
+        .args(["run", "--iterations", "5"])
+        .env("HSAKMT_DRIVER", "cuda")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HSAKMT_DRIVER must be one of"));
+}
