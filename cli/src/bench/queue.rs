@@ -1,7 +1,7 @@
 //! `queue.*`: the submit path, the simulated command processor's latency, and SDMA copies.
 //!
 //! - `queue.aql_submit.1p`: ns per packet for reserve + write + publish + doorbell through a
-//!   real queue's [`SingleAqlQueue`] on the simulator, next to the bare stores of the same 64
+//!   real queue's `SingleAqlQueue` on the simulator, next to the bare stores of the same 64
 //!   bytes + header release store + doorbell store (no bookkeeping) on a second queue of the same
 //!   size, rounds interleaved. Goal ratio ≤ 1.25. `.1p.mp` is the multi-producer path
 //!   ([`AqlQueue::submit`]: one atomic add to reserve) from one thread. The command processor runs in step mode and drains the
