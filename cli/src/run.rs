@@ -552,7 +552,8 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
         latency_controls: controls,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        crate::output::emit(&format!("{text}\n"));
     } else {
         print_report(&report);
     }
@@ -653,19 +654,27 @@ fn run_loop(
 }
 
 fn print_report(r: &Report) {
+    use std::fmt::Write as _;
+    let mut s = String::new();
     let us = |ns: f64| format!("{:.1} us", ns / 1000.0);
-    println!("hsakmt run: {} iterations on {} ({})", r.iterations, r.platform, r.driver);
-    println!("  agents      {}", r.agents.join(", "));
-    println!("  compute     {}", r.compute);
-    println!(
+    let _ = writeln!(s, "hsakmt run: {} iterations on {} ({})", r.iterations, r.platform, r.driver);
+    let _ = writeln!(s, "  agents      {}", r.agents.join(", "));
+    let _ = writeln!(s, "  compute     {}", r.compute);
+    let _ = writeln!(
+        s,
         "  latency     p50 {}  p99 {}  max {}",
         us(r.latency_ns.p50),
         us(r.latency_ns.p99),
         us(r.latency_ns.max)
     );
-    println!("  throughput  {:.0} iterations/s", r.throughput_per_s);
-    println!("  verified    {}", if r.verified { "every result checked out" } else { "FAILED" });
+    let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
+    let _ = writeln!(
+        s,
+        "  verified    {}",
+        if r.verified { "every result checked out" } else { "FAILED" }
+    );
     for c in &r.latency_controls {
-        println!("  latency     {c}");
+        let _ = writeln!(s, "  latency     {c}");
     }
+    crate::output::emit(&s);
 }
