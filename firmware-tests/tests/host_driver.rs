@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use firmware_tests::queue_support::register_vadd;
 use hsakmt_core::device::SignalCondition;
 use hsakmt_core::driver::{
     AgentFeatures, AgentId, AgentKind, Capabilities, Driver, DriverError, DriverId, DriverKind,
@@ -98,19 +99,6 @@ fn consumed(host: &HostDriver, q: QueueId, n: u64) {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert_eq!(host.queue_state(q).unwrap().packets, n);
-}
-
-/// `c[i] = a[i] + b[i]` over u32s, kernargs `[a, b, c]`.
-fn register_vadd(kernels: &KernelRegistry) -> u64 {
-    kernels.register("vadd", |ctx| {
-        let (a, b, c) = (ctx.kernarg_u64(0)?, ctx.kernarg_u64(1)?, ctx.kernarg_u64(2)?);
-        for [x, _, _] in ctx.work_items() {
-            let off = 4 * u64::from(x);
-            let v = ctx.load_u32(a + off)?.wrapping_add(ctx.load_u32(b + off)?);
-            ctx.store_u32(c + off, v)?;
-        }
-        Ok(())
-    })
 }
 
 #[test]
@@ -481,7 +469,17 @@ fn signal_waits_and_timeouts() {
             assert_eq!(d.signal_wait(pong, SignalCondition::Eq(i), LONG), Ok(Waited::Done(i)));
         }
     });
-    d.destroy_signal(s).unwrap();
+    // Destroying a signal ends its waits.
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            d.destroy_signal(s).unwrap();
+        });
+        assert_eq!(
+            d.signal_wait(s, SignalCondition::Eq(99), LONG),
+            Err(DriverError::InvalidHandle)
+        );
+    });
     assert_eq!(d.signal_load(s), Err(DriverError::InvalidHandle));
     assert_eq!(d.destroy_signal(s), Err(DriverError::InvalidHandle));
     assert_eq!(d.signal_store(SignalId(s.0 + 8), 0), Err(DriverError::InvalidHandle));
@@ -554,11 +552,10 @@ fn copies_run_on_the_dma_engine() {
     d.read(src + 1000, &mut back[..(2 << 20) + 5]).unwrap();
     assert!(back[..(2 << 20) + 5] == data[..(2 << 20) + 5]);
     d.signal_store(s, 1).unwrap();
-    d.copy(cpu(d), src, src + 1000, 100, s).unwrap();
+    d.copy(cpu(d), src, src + 1000, (2 << 20) + 5, s).unwrap();
     done(d, s);
-    let mut head = [0u8; 100];
-    d.read(src, &mut head).unwrap();
-    assert!(head[..] == data[..100]);
+    d.read(src, &mut back[..(2 << 20) + 5]).unwrap();
+    assert!(back[..(2 << 20) + 5] == data[..(2 << 20) + 5]);
     // Ranges outside host memory are refused before anything happens.
     assert_eq!(d.copy(cpu(d), dst, src, n + 1, s).unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert_eq!(d.copy(cpu(d), 0x1000, src, 8, s).unwrap_err().kind(), ErrorKind::InvalidArgument);
@@ -642,7 +639,13 @@ fn shutdown_with_work_in_flight() {
     d.copy(cpu(d), big + (32 << 20), big, 32 << 20, c).unwrap();
     std::thread::sleep(Duration::from_millis(10));
     let t = Instant::now();
-    host.shutdown().unwrap();
+    std::thread::scope(|scope| {
+        // A waiter of a signal that will never complete ends with the driver.
+        let waiter = scope.spawn(|| d.signal_wait(gate, SignalCondition::Eq(0), u64::MAX));
+        std::thread::sleep(Duration::from_millis(10));
+        host.shutdown().unwrap();
+        assert_eq!(waiter.join().unwrap(), Err(DriverError::InvalidHandle));
+    });
     assert!(t.elapsed() < Duration::from_secs(5), "shutdown took {:?}", t.elapsed());
     assert_eq!(host.memory_table_len(), 0);
     assert_eq!(d.agent_count(), 0);

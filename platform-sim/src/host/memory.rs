@@ -214,9 +214,15 @@ impl SignalPool {
         Ok((memory.clone(), offset))
     }
 
-    /// Destroys every signal and drops the pool.
+    /// Destroys every signal (waiters see them invalid) and drops the pool.
     pub(crate) fn clear(&mut self, vm: &HostVm) {
         if let Some(m) = self.memory.take() {
+            for addr in self.live.drain() {
+                let offset = usize::try_from(addr - m.addr()).unwrap_or(usize::MAX);
+                if let Ok(s) = Signal::new(&m, offset) {
+                    s.invalidate();
+                }
+            }
             let _ = vm.remove(m.addr());
         }
         self.slots = None;

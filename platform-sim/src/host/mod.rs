@@ -61,7 +61,7 @@ use hsakmt_core::memory::svm::SvmAttribute;
 use hsakmt_core::platform::{Host, SharedMemory};
 use hsakmt_core::queue::aql::PacketWords;
 use hsakmt_core::queue::ring::RingError;
-use hsakmt_core::queue::signal::Signal;
+use hsakmt_core::queue::signal::{Signal, SignalKind};
 use hsakmt_linux::{LinuxMapping, LinuxPlatform};
 
 pub use events::MAX_HOST_EVENTS;
@@ -385,6 +385,7 @@ impl Driver for HostDriver {
             *doorbells = None;
         }
         self.signals().clear(&self.vm);
+        self.model.cp.progress.bump();
         self.events.clear();
         self.vm.clear();
         Ok(())
@@ -654,7 +655,10 @@ impl Driver for HostDriver {
 
     fn destroy_signal(&self, signal: SignalId) -> Result<(), DriverError> {
         drop(self.ready()?);
-        self.signals().destroy(signal)
+        self.signals().destroy(signal)?;
+        // Waiters of the signal end.
+        self.model.cp.progress.bump();
+        Ok(())
     }
 
     fn signal_load(&self, signal: SignalId) -> Result<i64, DriverError> {
@@ -684,6 +688,8 @@ impl Driver for HostDriver {
         if condition.holds(seen) {
             return Ok(Waited::Done(seen));
         }
+        // Destroying the signal (or shutting down) invalidates it and ends the wait.
+        let live = || s.kind() == Ok(SignalKind::User);
         let deadline = deadline(timeout_ns);
         let spin_end = Instant::now() + Duration::from_nanos(HOST_SPIN_NS.min(timeout_ns));
         while Instant::now() < spin_end {
@@ -693,14 +699,20 @@ impl Driver for HostDriver {
                 return Ok(Waited::Done(seen));
             }
         }
-        let met = self.model.cp.progress.wait_until(
+        let mut met = false;
+        self.model.cp.progress.wait_until(
             || {
                 seen = s.load_acquire();
-                condition.holds(seen)
+                met = condition.holds(seen);
+                met || !live()
             },
             deadline,
         );
-        Ok(if met { Waited::Done(seen) } else { Waited::TimedOut })
+        match (met, live()) {
+            (true, _) => Ok(Waited::Done(seen)),
+            (false, true) => Ok(Waited::TimedOut),
+            (false, false) => Err(DriverError::InvalidHandle),
+        }
     }
 
     fn create_event(&self, manual_reset: bool, signaled: bool) -> Result<EventId, DriverError> {
