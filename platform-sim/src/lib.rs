@@ -12,6 +12,11 @@
 //! signals and raises events; faults put the queue into error with the kernel's exception code
 //! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
 //! queues only in [`SimPlatform::run_until_idle`], deterministically.
+//!
+//! The same command processor also runs the host-CPU driver, [`HostDriver`]: a
+//! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
+//! over host memory, so code written against the simulator's GPUs — host kernels in a
+//! [`KernelRegistry`], which both can share — runs on the CPU unchanged.
 #![deny(missing_docs)]
 
 mod fault;

@@ -1,6 +1,8 @@
-//! Host kernels: Rust functions registered on the simulator that stand in for GPU code objects.
+//! Host kernels: Rust functions registered on the simulator (or the host-CPU driver) that
+//! stand in for GPU code objects.
 //!
-//! [`SimPlatform::register_kernel`](crate::SimPlatform::register_kernel) returns a
+//! [`KernelRegistry::register`] (and [`SimPlatform::register_kernel`](crate::SimPlatform::register_kernel),
+//! [`HostDriver::register_kernel`](crate::HostDriver::register_kernel)) returns a
 //! *kernel-object address* to put in an AQL kernel-dispatch packet's `kernel_object` field.
 //! The command processor runs the function once per work-group of the dispatch with a
 //! [`KernelCtx`]: the grid and work-group geometry, the work-group's id, the kernarg address,

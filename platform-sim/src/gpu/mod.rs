@@ -160,6 +160,18 @@ impl EventHooks for RecordedEvents {
     }
 }
 
+/// How long a sleep until `deadline` (`None`: never) may last: `None` once it passed, at most
+/// a second (sleepers re-check their condition at least that often).
+pub(crate) fn time_left(deadline: Option<Instant>) -> Option<Duration> {
+    let most = Duration::from_secs(1);
+    match deadline {
+        None => Some(most),
+        Some(d) => {
+            d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()).map(|l| l.min(most))
+        }
+    }
+}
+
 /// Counts completions; blocked queues (and the host driver's signal waiters) wait on it.
 #[derive(Debug, Default)]
 pub(crate) struct Progress {
@@ -204,13 +216,7 @@ impl Progress {
             if done() {
                 break true;
             }
-            let left = match deadline {
-                None => Duration::from_secs(1),
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left,
-                    _ => break false,
-                },
-            };
+            let Some(left) = time_left(deadline) else { break false };
             g = self.cv.wait_timeout(g, left).unwrap_or_else(PoisonError::into_inner).0;
         };
         drop(g);

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use hsakmt_core::driver::{DriverError, EventId, Waited};
 
+use crate::gpu::time_left;
+
 /// Most events a host driver keeps.
 pub const MAX_HOST_EVENTS: usize = 4096;
 
@@ -129,13 +131,7 @@ impl Events {
                 let index = if all { 0 } else { first.unwrap_or(0) };
                 return Ok(Waited::Done(i64::try_from(index).unwrap_or(0)));
             }
-            let left = match deadline {
-                None => Duration::from_secs(1),
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left,
-                    _ => return Ok(Waited::TimedOut),
-                },
-            };
+            let Some(left) = time_left(deadline) else { return Ok(Waited::TimedOut) };
             t = self.cv.wait_timeout(t, left).unwrap_or_else(PoisonError::into_inner).0;
         }
     }

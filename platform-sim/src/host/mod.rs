@@ -4,7 +4,7 @@
 //! The same application code that runs on the simulator's GPUs runs here: a host kernel
 //! registered in a [`KernelRegistry`] (the one the simulator uses, possibly the very same
 //! registry) runs once per work-group of a kernel-dispatch packet submitted to a CPU agent's
-//! AQL queue, with the same [`KernelCtx`](crate::KernelCtx).
+//! AQL queue, with the same [`KernelCtx`].
 //!
 //! # How it works
 //! - **Agents**: one CPU agent per NUMA node with CPUs (`/sys/devices/system/node/node*/cpulist`),
@@ -13,13 +13,13 @@
 //!   allocatable (page granule), sized by the node's (or the machine's) `MemTotal`.
 //! - **Memory**: page-aligned, zeroed host memory (shared anonymous mappings, so an address
 //!   stays valid until the last view of it goes, even when freed while a kernel still runs),
-//!   recorded in a memory table — the same [`GpuVm`](crate::gpu::vm::GpuVm) implementation the
+//!   recorded in a memory table — the same [`GpuVm`] implementation the
 //!   simulator's unit tests use — through which kernels, barriers and signal completions
 //!   resolve addresses; an address outside every allocation faults, as on a GPU. Registered
 //!   application memory joins the table (device address = host address). Mapping is a no-op.
 //! - **Queues**: the ring and its `amd_queue_t` live in host memory; submission is core's
 //!   multi-producer AQL protocol, whose doorbell wakes the queue's worker thread — the
-//!   simulator's command processor ([`CpMode::Threaded`](crate::CpMode::Threaded)), which
+//!   simulator's command processor ([`CpMode::Threaded`]), which
 //!   executes kernel dispatches, barrier-AND/OR and completes signals exactly as on a simulated
 //!   GPU. PM4 indirect buffers and agent-dispatch packets stop the queue (a CPU agent has no
 //!   PM4 engine, and there is no agent-function table). A fault stops the queue and runs its
@@ -109,6 +109,41 @@ struct State {
 /// Build it with [`HostDriver::new`] (or [`HostDriver::with_kernels`] to share a registry with
 /// a [`SimPlatform`](crate::SimPlatform)), register host kernels with
 /// [`HostDriver::register_kernel`], then use it through the [`Driver`] trait.
+///
+/// ```
+/// use hsakmt_core::device::SignalCondition;
+/// use hsakmt_core::driver::{Driver, DriverId, QueueParams, Waited};
+/// use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
+/// use hsakmt_sim::HostDriver;
+///
+/// let host = HostDriver::new(DriverId(0));
+/// // out[i] = i * i, one work-item per element; the kernarg segment holds `out`.
+/// let square = host.register_kernel("square", |ctx| {
+///     let out = ctx.kernarg_u64(0)?;
+///     for [x, _, _] in ctx.work_items() {
+///         ctx.store_u32(out + 4 * u64::from(x), x * x)?;
+///     }
+///     Ok(())
+/// });
+/// let d: &dyn Driver = &host;
+/// d.init()?;
+/// let cpu = d.agent(0).unwrap().id;
+/// let [memory, kernarg] = [0, 1].map(|i| d.regions(cpu).unwrap()[i].id);
+/// let out = d.allocate(memory, 4 * 100)?.addr;
+/// let args = d.allocate(kernarg, 8)?.addr;
+/// d.write(args, &out.to_ne_bytes())?;
+/// let done = d.create_signal(1)?;
+/// let queue = d.create_queue(cpu, &QueueParams::default())?;
+/// let mut k = KernelDispatch::linear(square, 100, 32);
+/// (k.kernarg_address, k.completion_signal) = (args, done.0);
+/// d.submit(queue, &[AqlPacket::KernelDispatch(k).to_words().unwrap()])?;
+/// assert_eq!(d.signal_wait(done, SignalCondition::Eq(0), u64::MAX)?, Waited::Done(0));
+/// let mut last = [0u8; 4];
+/// d.read(out + 4 * 99, &mut last)?;
+/// assert_eq!(u32::from_ne_bytes(last), 99 * 99);
+/// d.shutdown()?;
+/// # Ok::<(), hsakmt_core::driver::DriverError>(())
+/// ```
 pub struct HostDriver {
     id: DriverId,
     root: PathBuf,
