@@ -25,7 +25,9 @@ use hsakmt_core::error::Errno;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch};
 use hsakmt_core::uapi::IOCTLS;
 use hsakmt_linux::{LinuxPlatform, latency};
-use hsakmt_sim::{IoctlFault, KernelCtx, KernelFault, Profile, SimPlatform, Trigger};
+use hsakmt_sim::{
+    HostDriver, IoctlFault, KernelCtx, KernelFault, KernelRegistry, Profile, SimPlatform, Trigger,
+};
 use serde::Serialize;
 
 use crate::bench::Samples;
@@ -365,7 +367,8 @@ fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
     }
     if !tune {
         out.push(
-            "threads not pinned, not realtime: the simulated device runs on the same CPUs".into(),
+            "threads not pinned, not realtime: the device's engines are threads on these CPUs"
+                .into(),
         );
         return out;
     }
@@ -412,22 +415,33 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), String> {
 fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
     let profile = Profile::embedded(&profile_name).map_err(|e| e.to_string())?;
-    let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
+    // One kernel registry for the simulator and the host driver: the same kernel objects run
+    // on either.
+    let registry_of_kernels = KernelRegistry::new();
+    let sim_kernels = Kernels {
+        step: registry_of_kernels.register("control_step", control_kernel),
+        copy: registry_of_kernels.register("blit_copy", copy_kernel),
+    };
+    let sim = SimPlatform::builder()
+        .profile(profile)
+        .inherit_env(true)
+        .kernels(registry_of_kernels.clone())
+        .build();
     for spec in &args.inject {
         sim.inject(parse_fault(spec)?);
     }
-    let sim_kernels = Kernels {
-        step: sim.register_kernel("control_step", control_kernel),
-        copy: sim.register_kernel("blit_copy", copy_kernel),
-    };
     let kfd = Box::new(KfdDriver::new(DriverKind::Kfd, DriverId(0), LinuxPlatform::new()));
     let simulated = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(1), sim));
+    let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();
     if args.sim.is_none() {
         let _ = registry.detect(&*kfd);
     }
     let _ = registry.detect(&*simulated);
+    if args.sim.is_none() {
+        let _ = registry.detect(&*host);
+    }
     let env = std::env::var(DRIVER_ENV).ok();
     let policy =
         if args.sim.is_some() { Policy::Explicit(DriverKind::Sim) } else { Policy::GpuFirst };
@@ -456,12 +470,8 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
         }
         eprintln!("hsakmt: using {choice}");
     }
-    let kernels = match choice.kind {
-        DriverKind::Sim if driver.capabilities().contains(Capabilities::HOST_KERNELS) => {
-            Some(sim_kernels)
-        }
-        _ => None,
-    };
+    // Registered kernels run where the driver executes host kernels (simulator, host CPU).
+    let kernels = driver.capabilities().contains(Capabilities::HOST_KERNELS).then_some(sim_kernels);
 
     // Agents that execute kernel dispatch packets.
     let agents: Vec<_> = (0..driver.agent_count())
@@ -495,15 +505,13 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     }
     let used = &agents[..wanted];
     if !args.json {
-        let cpus = (0..driver.agent_count())
-            .filter_map(|i| driver.agent(i))
-            .filter(|a| a.kind == AgentKind::Cpu)
-            .count();
+        let all: Vec<_> = (0..driver.agent_count()).filter_map(|i| driver.agent(i)).collect();
+        let cpus = all.iter().filter(|a| a.kind == AgentKind::Cpu).count();
         eprintln!(
             "hsakmt: {} agents ({} CPU, {} GPU); running on {}:",
-            driver.agent_count(),
+            all.len(),
             cpus,
-            agents.len(),
+            all.len() - cpus,
             used.len()
         );
         for a in used {
@@ -525,6 +533,9 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     let controls = latency_controls(used.len(), tune);
     let result = run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
     let shutdown = driver.shutdown();
+    for (_, other) in registry.drivers() {
+        let _ = other.shutdown();
+    }
     let (latencies, verified, elapsed, rt) = result?;
     shutdown.map_err(|e| format!("shutting the driver down: {e}"))?;
     let mut controls = controls;

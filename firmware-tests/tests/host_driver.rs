@@ -540,27 +540,33 @@ fn copies_run_on_the_dma_engine() {
     let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
     d.write(src, &data).unwrap();
     let s = d.create_signal(1).unwrap();
-    d.copy(cpu(d), dst, src, n, s).unwrap();
+    d.copy(cpu(d), dst, src, n, &[], s).unwrap();
     done(d, s);
     let mut back = vec![0u8; n as usize];
     d.read(dst, &mut back).unwrap();
     assert!(back == data);
     // Overlapping copies move like memmove, in both directions.
     d.signal_store(s, 1).unwrap();
-    d.copy(cpu(d), src + 1000, src, (2 << 20) + 5, s).unwrap();
+    d.copy(cpu(d), src + 1000, src, (2 << 20) + 5, &[], s).unwrap();
     done(d, s);
     d.read(src + 1000, &mut back[..(2 << 20) + 5]).unwrap();
     assert!(back[..(2 << 20) + 5] == data[..(2 << 20) + 5]);
     d.signal_store(s, 1).unwrap();
-    d.copy(cpu(d), src, src + 1000, (2 << 20) + 5, s).unwrap();
+    d.copy(cpu(d), src, src + 1000, (2 << 20) + 5, &[], s).unwrap();
     done(d, s);
     d.read(src, &mut back[..(2 << 20) + 5]).unwrap();
     assert!(back[..(2 << 20) + 5] == data[..(2 << 20) + 5]);
     // Ranges outside host memory are refused before anything happens.
-    assert_eq!(d.copy(cpu(d), dst, src, n + 1, s).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(d.copy(cpu(d), 0x1000, src, 8, s).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(d.copy(cpu(d), dst, src, 0, s).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(d.copy(cpu(d), dst, src, 8, SignalId(8)), Err(DriverError::InvalidHandle));
+    assert_eq!(
+        d.copy(cpu(d), dst, src, n + 1, &[], s).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        d.copy(cpu(d), 0x1000, src, 8, &[], s).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(d.copy(cpu(d), dst, src, 0, &[], s).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(d.copy(cpu(d), dst, src, 8, &[], SignalId(8)), Err(DriverError::InvalidHandle));
 }
 
 #[test]
@@ -636,7 +642,7 @@ fn shutdown_with_work_in_flight() {
     d.submit(q3, &[p; 10]).unwrap(); // paused
     let big = alloc(d, 64 << 20);
     let c = d.create_signal(1).unwrap();
-    d.copy(cpu(d), big + (32 << 20), big, 32 << 20, c).unwrap();
+    d.copy(cpu(d), big + (32 << 20), big, 32 << 20, &[], c).unwrap();
     std::thread::sleep(Duration::from_millis(10));
     let t = Instant::now();
     std::thread::scope(|scope| {
@@ -674,4 +680,25 @@ fn detected_and_chosen_by_the_registry() {
         true
     });
     assert_eq!(agents, host.agent_count());
+}
+
+#[test]
+fn copies_wait_for_their_dependencies() {
+    let host = driver();
+    let d: &dyn Driver = &host;
+    let (src, dst) = (alloc(d, 4096), alloc(d, 4096));
+    d.write(src, &[9; 64]).unwrap();
+    let (gate, s) = (d.create_signal(1).unwrap(), d.create_signal(1).unwrap());
+    d.copy(cpu(d), dst, src, 64, &[gate], s).unwrap();
+    // The copy waits for the gate: nothing moves, the completion stays 1.
+    assert_eq!(d.signal_wait(s, SignalCondition::Eq(0), 50_000_000).unwrap(), Waited::TimedOut);
+    let mut back = [0u8; 64];
+    d.read(dst, &mut back).unwrap();
+    assert_eq!(back, [0; 64]);
+    d.signal_store(gate, 0).unwrap();
+    done(d, s);
+    d.read(dst, &mut back).unwrap();
+    assert_eq!(back, [9; 64]);
+    // An unknown dependency is refused up front.
+    assert_eq!(d.copy(cpu(d), dst, src, 64, &[SignalId(8)], s), Err(DriverError::InvalidHandle));
 }

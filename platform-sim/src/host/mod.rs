@@ -664,14 +664,16 @@ impl Driver for HostDriver {
         dst: u64,
         src: u64,
         bytes: u64,
+        deps: &[SignalId],
         completion: SignalId,
     ) -> Result<(), DriverError> {
         let signal = self.signal_view(completion)?;
+        let deps = deps.iter().map(|d| self.signal_view(*d)).collect::<Result<Vec<_>, _>>()?;
         let node = {
             let st = self.ready()?;
             let node = self.agent_in(&st, agent)?.info.id.node;
             if let Some(engine) = st.dma.get(&node) {
-                return engine.copy(&self.vm, dst, src, bytes, signal);
+                return engine.copy(&self.vm, dst, src, bytes, deps, signal);
             }
             node
         };
@@ -680,7 +682,7 @@ impl Driver for HostDriver {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => e.insert(DmaEngine::start(self.model.cp.clone(), node)?),
         };
-        engine.copy(&self.vm, dst, src, bytes, signal)
+        engine.copy(&self.vm, dst, src, bytes, deps, signal)
     }
 
     fn create_signal(&self, initial: i64) -> Result<SignalId, DriverError> {

@@ -12,6 +12,7 @@
 //! into the copy's completion signal.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -180,10 +181,12 @@ impl EventHooks for HostHooks {
     }
 }
 
-/// One copy for a DMA engine: resolved ranges (holding their memory alive) and the signal.
+/// One copy for a DMA engine: resolved ranges (holding their memory alive), the signals it
+/// waits for and the signal it completes.
 struct CopyJob {
     dst: MemRange,
     src: MemRange,
+    deps: Vec<(LinuxMapping, usize)>,
     signal: (LinuxMapping, usize),
 }
 
@@ -195,27 +198,31 @@ const DMA_CHUNK: usize = 1 << 20;
 pub(crate) struct DmaEngine {
     jobs: Option<Sender<CopyJob>>,
     thread: Option<JoinHandle<()>>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl DmaEngine {
     /// Starts an engine; completions are announced on `cp`'s progress notifier.
     pub(crate) fn start(cp: Arc<Cp>, node: u32) -> Result<Self, DriverError> {
         let (tx, rx) = channel();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
             .name(format!("host-dma{node}"))
-            .spawn(move || dma_worker(&rx, &cp))
+            .spawn(move || dma_worker(&rx, &cp, &stop))
             .map_err(|_| failed("DMA engine thread"))?;
-        Ok(DmaEngine { jobs: Some(tx), thread: Some(thread) })
+        Ok(DmaEngine { jobs: Some(tx), thread: Some(thread), stopping })
     }
 
     /// Queues a copy of `bytes` from `src` to `dst` (both inside memory `vm` knows) that
-    /// stores 0 into `signal` when done.
+    /// starts once every signal of `deps` is 0 and stores 0 into `signal` when done.
     pub(crate) fn copy(
         &self,
         vm: &HostVm,
         dst: u64,
         src: u64,
         bytes: u64,
+        deps: Vec<(LinuxMapping, usize)>,
         signal: (LinuxMapping, usize),
     ) -> Result<(), DriverError> {
         if bytes == 0 {
@@ -225,11 +232,13 @@ impl DmaEngine {
             vm.resolve(0, dst, bytes).ok_or(DriverError::InvalidArgument("copy destination"))?;
         let src = vm.resolve(0, src, bytes).ok_or(DriverError::InvalidArgument("copy source"))?;
         let jobs = self.jobs.as_ref().ok_or(DriverError::NotInitialized)?;
-        jobs.send(CopyJob { dst, src, signal }).map_err(|_| DriverError::NotInitialized)
+        jobs.send(CopyJob { dst, src, deps, signal }).map_err(|_| DriverError::NotInitialized)
     }
 
     /// Finishes the queued copies and ends the thread.
     pub(crate) fn stop(&mut self) {
+        // Copies still waiting for a dependency are abandoned.
+        self.stopping.store(true, Ordering::Release);
         self.jobs = None;
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -243,9 +252,25 @@ impl Drop for DmaEngine {
     }
 }
 
-fn dma_worker(jobs: &Receiver<CopyJob>, cp: &Cp) {
+/// Whether every dependency signal is 0.
+fn deps_done(deps: &[(LinuxMapping, usize)]) -> bool {
+    deps.iter().all(|(m, o)| Signal::new(m, *o).is_ok_and(|s| s.load_acquire() == 0))
+}
+
+fn dma_worker(jobs: &Receiver<CopyJob>, cp: &Cp, stopping: &AtomicBool) {
     let mut buf = vec![0u8; DMA_CHUNK];
     while let Ok(job) = jobs.recv() {
+        // Wait for the dependencies (an SDMA engine's POLL_REGMEM), waking to notice a stop.
+        while !deps_done(&job.deps) {
+            if stopping.load(Ordering::Acquire) {
+                break;
+            }
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+            cp.progress.wait_until(|| deps_done(&job.deps), Some(deadline));
+        }
+        if !deps_done(&job.deps) {
+            continue;
+        }
         let len = job.src.len();
         // memmove: when the destination overlaps the source from above, copy from the end.
         let backwards =
