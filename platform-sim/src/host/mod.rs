@@ -54,7 +54,7 @@ use hsakmt_core::driver::agent::{MAX_QUEUE_PACKETS, MIN_QUEUE_PACKETS};
 use hsakmt_core::driver::{
     AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, ClockCounters, Driver,
     DriverError, DriverId, DriverKind, EventId, QueueId, QueueParams, RegionId, RegionInfo,
-    RegionKind, Regions, SignalId, Waited,
+    RegionKind, Regions, SignalId, SystemInfo, Waited,
 };
 use hsakmt_core::error::ErrorKind;
 use hsakmt_core::memory::svm::SvmAttribute;
@@ -448,6 +448,14 @@ impl Driver for HostDriver {
     fn regions(&self, agent: AgentId) -> Result<Regions, DriverError> {
         let st = self.ready()?;
         Ok(self.agent_in(&st, agent)?.regions.clone())
+    }
+
+    fn system(&self) -> SystemInfo {
+        // The host has no KFD topology: no OEM ids, no generation.
+        SystemInfo {
+            agents: u32::try_from(self.agent_count()).unwrap_or(u32::MAX),
+            ..SystemInfo::default()
+        }
     }
 
     fn peer_links(&self) -> u32 {
