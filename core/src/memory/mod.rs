@@ -57,6 +57,7 @@ mod flags;
 pub mod kfd_flags;
 mod nodeset;
 pub mod objects;
+pub mod recycle;
 pub mod svm;
 pub mod va;
 

@@ -61,14 +61,16 @@ pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
 pub use query::{PointerInfo, PointerKind};
 pub use state::{
     DEFAULT_MEMORY_OBJECTS, Inline, MAX_NODES, MAX_RESERVATIONS, MemoryPayload, MemorySettings,
-    MemoryStorage, MemoryTables, SLAB_SIZE, SvmMode, VaArray,
+    MemoryStorage, MemoryTables, RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE,
+    SvmMode, VaArray,
 };
 
 use crate::memory::aperture::{
     AllocRequest, ApertureRole, PlacementPolicy, PreferredNode, SCRATCH_ALIGN, choose_placement,
 };
 use crate::memory::kfd_flags::{BufferKind, alloc_flags};
-use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind, MemoryObject};
+use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind, MemoryObject, RetiredObject};
+use crate::memory::recycle::BinTag;
 use crate::memory::{self, MemFlags, NodeSet, Violation};
 use crate::platform::{Access, Ioctl, Platform, SharedMemory};
 use crate::uapi::{
@@ -77,7 +79,7 @@ use crate::uapi::{
 };
 
 use super::{Error, Kfd};
-use state::{ApertureId, MemoryState, SvmMode as Mode, page_align};
+use state::{AllocKey, ApertureId, MemoryState, SvmMode as Mode, page_align};
 
 /// One allocation: where it is, how to name it, and (for CPU-accessible memory) a view of it.
 ///
@@ -134,11 +136,15 @@ pub struct MemoryUsage {
     pub reservations: u32,
     /// How the SVM apertures are set up.
     pub mode: SvmMode,
+    /// Freed allocations whose address range and object slot the recycle cache keeps for the
+    /// next allocation of the same shape (not counted in `objects`, `va_used`, `va_live`; see
+    /// [`Kfd::trim_memory`]).
+    pub recycled: u32,
 }
 
 /// What an allocation needs from the kernel, decided under the lock.
 #[derive(Debug, Clone, Copy)]
-struct AllocPlan {
+pub(crate) struct AllocPlan {
     kind: MemoryKind,
     buffer: Option<BufferKind>,
     va: (ApertureId, memory::aperture::ApertureAllocation),
@@ -158,6 +164,10 @@ struct AllocPlan {
     flags: MemFlags,
     /// Map the buffer through the render node for the CPU.
     cpu_map: bool,
+    /// The retired object (with its address range) this allocation reuses.
+    reuse: Option<RetiredObject>,
+    /// The recycle-cache bin of the request's shape.
+    tag: Option<BinTag>,
 }
 
 /// Why planning stopped.
@@ -207,6 +217,12 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         flags: MemFlags,
         fixed: Option<u64>,
     ) -> Result<AllocPlan, PlanStop> {
+        let key = AllocKey { size, align, node, flags };
+        if fixed.is_none()
+            && let Some(plan) = self.reuse_plan(&key)
+        {
+            return Ok(plan);
+        }
         let (is_gpu, svm, scratch_busy) = {
             let info = self.node(node)?;
             (info.is_gpu() && self.gpus.contains(node), info.svm, info.scratch_backing.is_some())
@@ -275,9 +291,11 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
             _ => return Err(memory::Error::NotSupported.into()),
         };
         self.promise_slot()?;
-        let ap = self.aperture_mut(aperture);
-        let slabs = matches!(ap.config().source, memory::aperture::VaSource::Slabs { .. });
-        let alloc = match ap.allocate(p.va_size, align, p.fixed_address) {
+        let slabs = matches!(
+            self.aperture_mut(aperture).config().source,
+            memory::aperture::VaSource::Slabs { .. }
+        );
+        let alloc = match self.allocate_va(aperture, p.va_size, align, p.fixed_address) {
             Ok(a) => a,
             Err(e) => {
                 self.keep_promise();
@@ -294,7 +312,7 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         };
         let buffer_flags =
             buffer.map_or(0, |b| alloc_flags(b, p.flags, self.settings.disable_cache));
-        Ok(AllocPlan {
+        let mut plan = AllocPlan {
             kind: p.kind,
             buffer,
             va: (aperture, alloc),
@@ -308,7 +326,85 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
             gpu_node,
             flags: p.flags,
             cpu_map,
+            reuse: None,
+            tag: None,
+        };
+        // The plan depends only on the request and on what open set up, so it serves every
+        // later request of the same shape: give the shape a recycle bin.
+        if p.fixed_address.is_none() && fixed.is_none() && recyclable(p.kind) {
+            let (tag, evicted) = self.recycle.tag(&key, || plan);
+            if let Some(r) = evicted {
+                self.discard_retired(r);
+            }
+            plan.tag = tag;
+        }
+        Ok(plan)
+    }
+
+    /// The plan of a request served from the recycle cache: the shape's plan, with the address
+    /// range of a freed allocation of that shape (whose retired object is now claimed).
+    #[inline]
+    fn reuse_plan(&mut self, key: &AllocKey) -> Option<AllocPlan> {
+        let (plan, tag, r) = self.recycle.take(key)?;
+        let Some(va) = self.objects.retired(r).ok().and_then(|o| o.payload.va) else {
+            // Not reachable: cached objects keep their range (checked by the invariants).
+            self.discard_retired(r);
+            return None;
+        };
+        self.claimed += 1;
+        Some(AllocPlan {
+            va,
+            size: va.1.size,
+            ioc_va: if va.0 == ApertureId::Handles { 0 } else { va.1.addr },
+            reuse: Some(r),
+            tag: Some(tag),
+            ..plan
         })
+    }
+}
+
+/// Whether freed allocations of this kind may wait in the recycle cache: memory from
+/// [`Kfd::alloc_memory`] that belongs to no other table (scratch backing is also a node's).
+const fn recyclable(kind: MemoryKind) -> bool {
+    matches!(
+        kind,
+        MemoryKind::Vram
+            | MemoryKind::HostGtt
+            | MemoryKind::HostUserptr
+            | MemoryKind::ReservedAddress
+    )
+}
+
+/// What [`MemoryState::retire_freed`] did with a freed object.
+enum Retired<M> {
+    /// It waits in the recycle cache.
+    Cached,
+    /// It is retired and claimed; drop its CPU view (outside the lock), then cache it.
+    DropView(M, BinTag, RetiredObject),
+    /// It cannot be cached: remove it.
+    No,
+}
+
+impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
+    /// Retires an object whose buffers are freed into the recycle cache, if its shape's bin
+    /// can take it (its handle becomes stale and every lookup misses it at once).
+    fn retire_freed(&mut self, handle: MemoryHandle) -> Retired<M> {
+        let Ok(o) = self.objects.get(handle) else { return Retired::No };
+        let Some(tag) = o.payload.recycle else { return Retired::No };
+        if o.payload.va.is_none() || !self.recycle.can_put(tag) {
+            return Retired::No;
+        }
+        let Ok(r) = self.objects.retire(handle) else { return Retired::No };
+        match self.objects.retired_mut(r).ok().and_then(|o| o.payload.mapping.take()) {
+            None => {
+                self.recycle_or_discard(Some(tag), r);
+                Retired::Cached
+            }
+            Some(view) => {
+                self.claimed += 1;
+                Retired::DropView(view, tag, r)
+            }
+        }
     }
 }
 
@@ -418,8 +514,16 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
             Err(e) => {
                 let mut st = self.memory.lock();
-                st.release_va(Some(plan.va));
-                st.keep_promise();
+                match plan.reuse {
+                    Some(r) => {
+                        st.claimed = st.claimed.saturating_sub(1);
+                        st.recycle_or_discard(plan.tag, r);
+                    }
+                    None => {
+                        st.release_va(Some(plan.va));
+                        st.keep_promise();
+                    }
+                }
                 Err(e)
             }
         }
@@ -575,15 +679,13 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     ) -> Result<Allocation<P::Mapping>, Error> {
         let addr = plan.va.1.addr;
         let user_view = mapping.clone();
-        let mut obj = MemoryObject::new(
-            addr,
-            plan.size,
-            plan.kind,
-            plan.flags,
-            plan.node,
-            state::MemoryPayload::new(mapping, Some(plan.va), plan.gpu_id),
-        )
-        .with_kfd_handles(handles);
+        if let Some(r) = plan.reuse {
+            return self.record_reuse(plan, r, handles, mmap_offset, mapping, user_view);
+        }
+        let mut payload = state::MemoryPayload::new(mapping, Some(plan.va), plan.gpu_id);
+        payload.recycle = plan.tag;
+        let mut obj = MemoryObject::new(addr, plan.size, plan.kind, plan.flags, plan.node, payload)
+            .with_kfd_handles(handles);
         obj.mmap_offset = mmap_offset;
         let mut st = self.memory.lock();
         st.keep_promise();
@@ -611,6 +713,60 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 drop(obj);
                 self.free_buffers(handles.as_slice());
                 self.memory.lock().release_va(Some(plan.va));
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Records an allocation that reuses a retired object: the object is rewritten in place and
+    /// made live again (no index changes).
+    fn record_reuse(
+        &self,
+        plan: &AllocPlan,
+        r: RetiredObject,
+        handles: KfdHandles,
+        mmap_offset: u64,
+        mapping: Option<P::Mapping>,
+        user_view: Option<P::Mapping>,
+    ) -> Result<Allocation<P::Mapping>, Error> {
+        let mut mapping = Some(mapping);
+        let mut st = self.memory.lock();
+        st.claimed = st.claimed.saturating_sub(1);
+        let revived = st.objects.revive_with(r, |o| {
+            o.kind = plan.kind;
+            o.flags = plan.flags;
+            o.node = plan.node;
+            o.kfd_handles = handles;
+            o.mmap_offset = mmap_offset;
+            o.registered_nodes = NodeSet::EMPTY;
+            o.mapped_nodes = NodeSet::EMPTY;
+            o.registration_count = 0;
+            o.mapping_count = 0;
+            o.user_data = 0;
+            o.payload = state::MemoryPayload {
+                mapping: mapping.take().flatten(),
+                va: Some(plan.va),
+                gpu_id: plan.gpu_id,
+                busy: false,
+                imported: false,
+                recycle: plan.tag,
+            };
+        });
+        drop(st);
+        match revived {
+            Ok(handle) => Ok(Allocation {
+                addr: plan.va.1.addr,
+                size: plan.size,
+                handle,
+                kfd_handle: handles.first(),
+                node: plan.node,
+                mapping: user_view,
+            }),
+            Err(e) => {
+                // The tables were reset (closed) meanwhile: the object and its range are gone.
+                drop(user_view);
+                drop(mapping);
+                self.free_buffers(handles.as_slice());
                 Err(e.into())
             }
         }
@@ -693,6 +849,19 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
         }
         let mut st = self.memory.lock();
+        match st.retire_freed(handle) {
+            Retired::Cached => return Ok(()),
+            Retired::DropView(view, tag, r) => {
+                // As below: the view goes before the range can be handed out again.
+                drop(st);
+                drop(view);
+                let mut st = self.memory.lock();
+                st.claimed = st.claimed.saturating_sub(1);
+                st.recycle_or_discard(Some(tag), r);
+                return Ok(());
+            }
+            Retired::No => {}
+        }
         let mut obj = st.objects.remove(handle)?;
         if obj.kind == MemoryKind::Scratch
             && let Some(n) = st.nodes.get_mut(obj.node as usize)
@@ -756,15 +925,42 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub fn memory_usage(&self) -> MemoryUsage {
         let st = self.memory.lock();
         let ap = [&st.default, &st.coherent, &st.handles];
+        let mut va_used = ap.map(|a| a.va().used_bytes());
+        let mut va_live = ap.map(|a| a.va().live_count());
+        for r in st.recycle.iter() {
+            if let Some((id, a)) = st.objects.retired(r).ok().and_then(|o| o.payload.va) {
+                let k = match id {
+                    ApertureId::Default => 0,
+                    ApertureId::Coherent => 1,
+                    ApertureId::Handles => 2,
+                };
+                if let (Some(used), Some(live)) = (va_used.get_mut(k), va_live.get_mut(k)) {
+                    *used = used.saturating_sub(a.block.size);
+                    *live = live.saturating_sub(1);
+                }
+            }
+        }
         MemoryUsage {
             objects: st.objects.len(),
             capacity: st.objects.capacity(),
             pending: st.pending,
-            va_used: ap.map(|a| a.va().used_bytes()),
-            va_live: ap.map(|a| a.va().live_count()),
+            va_used,
+            va_live,
             reservations: u32::try_from(st.reservation_count).unwrap_or(u32::MAX),
             mode: st.mode,
+            recycled: st.recycle.len(),
         }
+    }
+
+    /// Releases every freed allocation the recycle cache keeps (their object slots and address
+    /// ranges; no system call); returns how many. Allocation does this by itself when it runs
+    /// out of address space or slots, and the last close drops the cache.
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn trim_memory(&self) -> Result<u32, Error> {
+        self.check_open()?;
+        Ok(self.memory.lock().flush_recycled())
     }
 
     /// The nodes libhsakmt's default mapping of GPU `node`'s memory covers: the GPU and every
@@ -794,6 +990,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub fn check_memory_invariants(&self) -> Result<(), Violation> {
         let st = self.memory.lock();
         st.objects.check_invariants()?;
+        st.check_recycled()?;
         if st.mode != Mode::None {
             st.default.check_invariants()?;
         }
