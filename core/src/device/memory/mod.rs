@@ -79,7 +79,7 @@ use crate::uapi::{
 };
 
 use super::{Error, Kfd};
-use state::{AllocKey, ApertureId, MemoryState, SvmMode as Mode, page_align};
+use state::{AllocKey, ApertureId, MemoryState, PendingFree, SvmMode as Mode, page_align};
 
 /// One allocation: where it is, how to name it, and (for CPU-accessible memory) a view of it.
 ///
@@ -196,11 +196,15 @@ pub(super) enum Target {
 }
 
 /// What a release decided under the lock.
-enum Release {
+enum Release<M> {
     /// One registration of several was dropped; nothing else to do.
     Counted,
     /// The object is busy now; unmap `mapped`, free `buffers`, forget it.
     Destroy { handle: MemoryHandle, buffers: KfdHandles, mapped: NodeSet },
+    /// As `Destroy`, but the object's CPU view (`view`) was taken out and the free is pending:
+    /// unmap, free the buffers, drop the view and signal completion (see
+    /// [`state::MemoryLock`]).
+    Pending { free: PendingFree, buffers: KfdHandles, mapped: NodeSet, view: Option<M> },
 }
 
 /// How many times an allocation grows the slab aperture before giving up.
@@ -412,7 +416,7 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
     /// Resolves a release's object and decides it in one go (libhsakmt `__fmm_release`):
     /// registered user memory held several times only drops a count; anything else is marked
     /// busy for destruction, unless a caller still holds a CPU view of it.
-    fn begin_release(&mut self, target: Target) -> Result<Release, memory::Error> {
+    fn begin_release(&mut self, target: Target) -> Result<Release<M>, memory::Error> {
         let handle = match target {
             Target::Handle(h) => h,
             Target::Address(addr) => {
@@ -432,7 +436,17 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
             return Err(memory::Error::MappingInUse { addr });
         }
         o.payload.busy = true;
-        Ok(Release::Destroy { handle, buffers: o.kfd_handles, mapped: o.mapped_nodes })
+        let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
+        // Allocations the recycle cache may keep complete their free without the lock.
+        if o.payload.recycle.is_some()
+            && let Some(free) = self.begin_pending_free(handle)
+        {
+            let o = self.objects.get_mut(handle)?;
+            let view = o.payload.mapping.take();
+            o.payload.view_out = view.is_some();
+            return Ok(Release::Pending { free, buffers, mapped, view });
+        }
+        Ok(Release::Destroy { handle, buffers, mapped })
     }
 }
 
@@ -750,6 +764,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 busy: false,
                 imported: false,
                 recycle: plan.tag,
+                view_out: false,
             };
         });
         drop(st);
@@ -815,7 +830,61 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             Release::Destroy { handle, buffers, mapped } => {
                 self.finish_release(handle, buffers, mapped)
             }
+            Release::Pending { free, buffers, mapped, view } => {
+                self.finish_pending(free, buffers, mapped, view)
+            }
         }
+    }
+
+    /// Unmaps and frees the buffers of an object with a pending free, then drops its view and
+    /// signals completion; on failure cancels the pending free, giving the object its view back
+    /// (consistent with the kernel, as [`Kfd::finish_release`]).
+    fn finish_pending(
+        &self,
+        free: PendingFree,
+        buffers: KfdHandles,
+        mapped: NodeSet,
+        view: Option<P::Mapping>,
+    ) -> Result<(), Error> {
+        if !mapped.is_empty()
+            && let Err(e) = self.unmap_object(free.handle, buffers, mapped)
+        {
+            self.cancel_pending(free, view, None);
+            return Err(e);
+        }
+        for (i, &h) in buffers.as_slice().iter().enumerate() {
+            let mut args = kfd_ioctl_free_memory_of_gpu_args { handle: h };
+            if let Err(e) = self.raw_ioctl(&mut Ioctl::FreeMemoryOfGpu(&mut args)) {
+                self.cancel_pending(free, view, Some(i));
+                return Err(e);
+            }
+        }
+        drop(view);
+        self.memory.complete_free(free);
+        Ok(())
+    }
+
+    /// Withdraws a pending free that failed: the object gets its view back and is no longer
+    /// busy; with `freed`, only its buffers from that index on remain.
+    fn cancel_pending(&self, free: PendingFree, view: Option<P::Mapping>, freed: Option<usize>) {
+        let mut st = self.memory.lock();
+        let mut view = view;
+        if st.cancel_pending_free(free)
+            && let Ok(o) = st.objects.get_mut(free.handle)
+        {
+            if let Some(i) = freed {
+                let mut rest = KfdHandles::EMPTY;
+                for &r in o.kfd_handles.as_slice().iter().skip(i) {
+                    let _ = rest.push(r);
+                }
+                o.kfd_handles = rest;
+            }
+            o.payload.mapping = view.take();
+            o.payload.view_out = false;
+            o.payload.busy = false;
+        }
+        drop(st);
+        drop(view);
     }
 
     /// Unmaps (if mapped), frees the buffers of and forgets an object marked busy by

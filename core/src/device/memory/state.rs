@@ -7,6 +7,7 @@
 //! the outcome.
 
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::memory::aperture::{
     Aperture, ApertureAllocation, ApertureConfig, ApertureKind, ReportedAperture,
@@ -164,6 +165,9 @@ pub struct MemoryPayload<M> {
     /// The recycle-cache bin of the allocation's shape: once freed, its address range and slot
     /// may wait there for the next allocation of the same shape.
     pub(crate) recycle: Option<BinTag>,
+    /// The CPU view was taken out by a free in flight (which drops it once the buffers are
+    /// freed): the memory still counts as CPU-mapped until then.
+    pub(crate) view_out: bool,
 }
 
 impl<M> MemoryPayload<M> {
@@ -172,7 +176,7 @@ impl<M> MemoryPayload<M> {
         va: Option<(ApertureId, ApertureAllocation)>,
         gpu_id: u32,
     ) -> Self {
-        Self { mapping, va, gpu_id, busy: false, imported: false, recycle: None }
+        Self { mapping, va, gpu_id, busy: false, imported: false, recycle: None, view_out: false }
     }
 }
 
@@ -285,6 +289,59 @@ pub enum SvmMode {
     Reserved,
 }
 
+/// How many frees can complete without taking the memory lock again (see [`MemoryLock`]);
+/// further concurrent frees take the lock once more to finish.
+pub(crate) const PENDING_FREES: usize = 16;
+
+/// A free whose ioctls are in flight: the object (busy, still visible) and the ticket its
+/// completion is signalled with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PendingFree {
+    pub(crate) slot: u32,
+    pub(crate) ticket: u32,
+    pub(crate) handle: MemoryHandle,
+}
+
+/// The memory state behind its lock, with the completion words of pending frees.
+///
+/// A free takes the lock once to mark its object busy and to register a pending free (slot,
+/// ticket); after its ioctls succeed and its CPU view is dropped, it stores the ticket in the
+/// slot's completion word — a plain atomic store, no lock. Whoever takes the lock next
+/// ([`MemoryLock::lock`], the only way in) first *settles* the completed frees: their objects
+/// are retired into the recycle cache (or removed) before anything else looks at the tables.
+/// So after `free` returns, no operation can observe the object, exactly as if the free had
+/// removed it itself; the freeing thread just saves a lock round trip. A free whose ioctl fails
+/// takes the lock again and cancels its pending entry.
+pub(crate) struct MemoryLock<M, S: MemoryStorage<M>> {
+    state: spin::Mutex<MemoryState<M, S>>,
+    done: [AtomicU32; PENDING_FREES],
+}
+
+impl<M, S: MemoryStorage<M>> MemoryLock<M, S> {
+    pub(crate) const fn new(state: MemoryState<M, S>) -> Self {
+        Self { state: spin::Mutex::new(state), done: [const { AtomicU32::new(0) }; PENDING_FREES] }
+    }
+
+    /// Locks the memory state, settling completed frees first.
+    #[inline]
+    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, MemoryState<M, S>> {
+        let mut st = self.state.lock();
+        if st.frees_mask != 0 {
+            st.settle_frees(&self.done);
+        }
+        st
+    }
+
+    /// Signals that the free registered as `f` has completed (its ioctls succeeded, its CPU
+    /// view is gone): the next [`MemoryLock::lock`] settles it.
+    #[inline]
+    pub(crate) fn complete_free(&self, f: PendingFree) {
+        if let Some(d) = self.done.get(f.slot as usize) {
+            d.store(f.ticket, Ordering::Release);
+        }
+    }
+}
+
 /// The shape of an allocation request, as the recycle cache tells them apart: every input of
 /// [`MemoryState::plan_alloc`](super) but the fixed address (fixed-address requests are never
 /// served from the cache).
@@ -332,6 +389,11 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     /// Retired objects outside the cache: taken by allocations whose ioctl is in flight, or
     /// being freed while their CPU view is dropped.
     pub(crate) claimed: u32,
+    /// Frees in flight (slot `p` valid when bit `p` of `frees_mask` is set).
+    pub(crate) frees: [Option<PendingFree>; PENDING_FREES],
+    pub(crate) frees_mask: u32,
+    /// The next free's ticket (never 0).
+    pub(crate) next_ticket: u32,
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
@@ -370,6 +432,9 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             reservation_count: 0,
             recycle: RecycleCache::new(),
             claimed: 0,
+            frees: [None; PENDING_FREES],
+            frees_mask: 0,
+            next_ticket: 1,
         }
     }
 
@@ -378,6 +443,8 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         self.objects.clear();
         self.recycle.clear();
         self.claimed = 0;
+        self.frees = [None; PENDING_FREES];
+        self.frees_mask = 0;
         self.mode = SvmMode::None;
         self.handles_ready = false;
         self.nodes = [NodeInfo::EMPTY; MAX_NODES];
@@ -515,6 +582,72 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         }
     }
 
+    /// Registers a free of `handle` whose completion will be signalled through
+    /// [`MemoryLock::complete_free`]; `None` when every pending slot is taken.
+    pub(crate) fn begin_pending_free(&mut self, handle: MemoryHandle) -> Option<PendingFree> {
+        let slot = (!self.frees_mask).trailing_zeros();
+        if slot as usize >= PENDING_FREES {
+            return None;
+        }
+        let ticket = self.next_ticket;
+        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
+        let f = PendingFree { slot, ticket, handle };
+        *self.frees.get_mut(slot as usize)? = Some(f);
+        self.frees_mask |= 1 << slot;
+        Some(f)
+    }
+
+    /// Withdraws a pending free whose ioctl failed; `false` when it is gone already (the tables
+    /// were reset meanwhile).
+    pub(crate) fn cancel_pending_free(&mut self, f: PendingFree) -> bool {
+        let Some(entry) = self.frees.get_mut(f.slot as usize) else { return false };
+        if *entry != Some(f) {
+            return false;
+        }
+        *entry = None;
+        self.frees_mask &= !(1 << f.slot);
+        true
+    }
+
+    /// Settles every completed pending free (see [`MemoryLock`]).
+    fn settle_frees(&mut self, done: &[AtomicU32; PENDING_FREES]) {
+        let mut mask = self.frees_mask;
+        while mask != 0 {
+            let slot = mask.trailing_zeros();
+            mask &= mask - 1;
+            let Some(f) = self.frees.get(slot as usize).copied().flatten() else { continue };
+            if done.get(slot as usize).map(|d| d.load(Ordering::Acquire)) != Some(f.ticket) {
+                continue;
+            }
+            if let Some(entry) = self.frees.get_mut(slot as usize) {
+                *entry = None;
+            }
+            self.frees_mask &= !(1 << slot);
+            self.forget_freed(f.handle);
+        }
+    }
+
+    /// Forgets an object whose buffers are freed and whose CPU view is gone: into the recycle
+    /// cache when its bin takes it, else removed with its address range.
+    pub(crate) fn forget_freed(&mut self, handle: MemoryHandle) {
+        let tag = self.objects.get(handle).ok().and_then(|o| o.payload.recycle);
+        if let Some(tag) = tag
+            && self.recycle.can_put(tag)
+            && let Ok(r) = self.objects.retire(handle)
+        {
+            self.recycle_or_discard(Some(tag), r);
+            return;
+        }
+        if let Ok(obj) = self.objects.remove(handle) {
+            if obj.kind == crate::memory::objects::MemoryKind::Scratch
+                && let Some(n) = self.nodes.get_mut(obj.node as usize)
+            {
+                n.scratch_backing = None;
+            }
+            self.release_va(obj.payload.va);
+        }
+    }
+
     /// Verifies the recycle cache against the object table: every cached entry names a
     /// retired object with an address range and no CPU view, at most once, and the cached and
     /// claimed entries are all the retired objects.
@@ -532,6 +665,21 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         }
         if self.recycle.len() + self.claimed != self.objects.retired_len() {
             return Err(Violation::Counter);
+        }
+        // Pending frees name live, busy objects.
+        for (slot, f) in self.frees.iter().enumerate() {
+            let listed = self.frees_mask & (1 << slot) != 0;
+            let ok = match f {
+                Some(f) => {
+                    listed
+                        && f.slot as usize == slot
+                        && self.objects.get(f.handle).is_ok_and(|o| o.payload.busy)
+                }
+                None => !listed,
+            };
+            if !ok {
+                return Err(Violation::SlotList { slot: slot as u32 });
+            }
         }
         Ok(())
     }
