@@ -1019,6 +1019,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// # Errors
     /// [`Error::InvalidHandle`], [`Error::StaleHandle`]; [`Error::NotSupported`] for an object
     /// with a user-pointer range (registered memory is not retired). The table is unchanged.
+    #[inline]
     pub fn retire(&mut self, h: MemoryHandle) -> Result<RetiredObject, Error> {
         let i = self.resolve(h)?;
         let s = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
@@ -1037,6 +1038,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     ///
     /// # Errors
     /// [`Error::InvalidHandle`]; [`Error::StaleHandle`] when it was revived or removed since.
+    #[inline]
     pub fn retired(&self, r: RetiredObject) -> Result<&MemoryObject<T>, Error> {
         let i = self.resolve_retired(r)?;
         self.slot(i).and_then(|s| s.object.as_ref()).ok_or(Error::StaleHandle)
@@ -1057,6 +1059,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     ///
     /// # Errors
     /// As [`ObjectTable::retired`] (`update` is not called; the table is unchanged).
+    #[inline]
     pub fn revive_with(
         &mut self,
         r: RetiredObject,

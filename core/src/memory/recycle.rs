@@ -35,7 +35,7 @@
 //! assert_eq!(evicted, None);
 //! let tag = tag.unwrap();
 //! assert_eq!(cache.put(tag, 7), Ok(()));
-//! assert_eq!(cache.take(&4096), Some(("4 KiB", tag, 7)));
+//! assert_eq!(cache.take(&4096), Some((&"4 KiB", tag, 7)));
 //! assert_eq!(cache.take(&4096), None); // empty again
 //! ```
 
@@ -138,12 +138,13 @@ impl<K: PartialEq, I: Clone, V: Copy, const BINS: usize, const DEPTH: usize, con
 
     /// Takes a token cached for shape `key`: the shape's information, the bin's tag (to put
     /// the token back later) and the token. The most recently cached token comes first.
-    pub fn take(&mut self, key: &K) -> Option<(I, BinTag, V)> {
+    #[inline]
+    pub fn take(&mut self, key: &K) -> Option<(&I, BinTag, V)> {
         let b = self.find(key)?;
         let v = self.pop_from(b)?;
         self.recent = b as u32;
-        let info = self.infos.get(b)?.clone()?;
-        Some((info, BinTag { bin: b as u32, stamp: self.stamps.get(b).copied()? }, v))
+        let tag = BinTag { bin: b as u32, stamp: self.stamps.get(b).copied()? };
+        Some((self.infos.get(b)?.as_ref()?, tag, v))
     }
 
     /// Whether [`RecycleCache::put`] would accept a token for `tag` now.

@@ -148,12 +148,8 @@ pub(crate) struct AllocPlan {
     kind: MemoryKind,
     buffer: Option<BufferKind>,
     va: (ApertureId, memory::aperture::ApertureAllocation),
-    /// Object size (the whole address range, page rounded).
-    size: u64,
     /// Size of the CPU mapping (the request, page rounded).
     cpu_size: u64,
-    /// `va_addr` of `ALLOC_MEMORY_OF_GPU` (0 for `NoAddress` memory).
-    ioc_va: u64,
     ioc_flags: u32,
     gpu_id: u32,
     render_fd: u32,
@@ -168,6 +164,21 @@ pub(crate) struct AllocPlan {
     reuse: Option<RetiredObject>,
     /// The recycle-cache bin of the request's shape.
     tag: Option<BinTag>,
+}
+
+impl AllocPlan {
+    /// Object size (the whole address range, page rounded).
+    const fn size(&self) -> u64 {
+        self.va.1.size
+    }
+
+    /// `va_addr` of `ALLOC_MEMORY_OF_GPU` (0 for `NoAddress` memory).
+    const fn ioc_va(&self) -> u64 {
+        match self.va.0 {
+            ApertureId::Handles => 0,
+            _ => self.va.1.addr,
+        }
+    }
 }
 
 /// Why planning stopped.
@@ -222,11 +233,6 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         fixed: Option<u64>,
     ) -> Result<AllocPlan, PlanStop> {
         let key = AllocKey { size, align, node, flags };
-        if fixed.is_none()
-            && let Some(plan) = self.reuse_plan(&key)
-        {
-            return Ok(plan);
-        }
         let (is_gpu, svm, scratch_busy) = {
             let info = self.node(node)?;
             (info.is_gpu() && self.gpus.contains(node), info.svm, info.scratch_backing.is_some())
@@ -320,9 +326,7 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
             kind: p.kind,
             buffer,
             va: (aperture, alloc),
-            size: alloc.size,
             cpu_size,
-            ioc_va: if aperture == ApertureId::Handles { 0 } else { alloc.addr },
             ioc_flags: buffer_flags,
             gpu_id,
             render_fd,
@@ -347,23 +351,21 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
 
     /// The plan of a request served from the recycle cache: the shape's plan, with the address
     /// range of a freed allocation of that shape (whose retired object is now claimed).
-    #[inline]
+    #[inline(always)]
     fn reuse_plan(&mut self, key: &AllocKey) -> Option<AllocPlan> {
         let (plan, tag, r) = self.recycle.take(key)?;
-        let Some(va) = self.objects.retired(r).ok().and_then(|o| o.payload.va) else {
-            // Not reachable: cached objects keep their range (checked by the invariants).
-            self.discard_retired(r);
-            return None;
-        };
-        self.claimed += 1;
-        Some(AllocPlan {
-            va,
-            size: va.1.size,
-            ioc_va: if va.0 == ApertureId::Handles { 0 } else { va.1.addr },
-            reuse: Some(r),
-            tag: Some(tag),
-            ..plan
-        })
+        match self.objects.retired(r).ok().and_then(|o| o.payload.va) {
+            Some(va) => {
+                let plan = AllocPlan { va, reuse: Some(r), tag: Some(tag), ..*plan };
+                self.claimed += 1;
+                Some(plan)
+            }
+            None => {
+                // Not reachable: cached objects keep their range (checked by the invariants).
+                self.discard_retired(r);
+                None
+            }
+        }
     }
 }
 
@@ -416,6 +418,7 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
     /// Resolves a release's object and decides it in one go (libhsakmt `__fmm_release`):
     /// registered user memory held several times only drops a count; anything else is marked
     /// busy for destruction, unless a caller still holds a CPU view of it.
+    #[inline]
     fn begin_release(&mut self, target: Target) -> Result<Release<M>, memory::Error> {
         let handle = match target {
             Target::Handle(h) => h,
@@ -439,9 +442,8 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
         let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
         // Allocations the recycle cache may keep complete their free without the lock.
         if o.payload.recycle.is_some()
-            && let Some(free) = self.begin_pending_free(handle)
+            && let Some(free) = self.frees.begin(handle)
         {
-            let o = self.objects.get_mut(handle)?;
             let view = o.payload.mapping.take();
             o.payload.view_out = view.is_some();
             return Ok(Release::Pending { free, buffers, mapped, view });
@@ -521,7 +523,14 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         if flags.contains(MemFlags::CONTIGUOUS) {
             self.require_minor("contiguous VRAM", since::ALLOC_MEM_FLAGS_CONTIGUOUS)?;
         }
-        let plan = self.plan_with_slabs(|st| st.plan_alloc(node, size, align, flags, fixed))?;
+        let key = AllocKey { size, align, node, flags };
+        let plan = self.plan_with_slabs(|st| {
+            // A freed allocation of the same shape, else a full plan.
+            match fixed.is_none().then(|| st.reuse_plan(&key)).flatten() {
+                Some(plan) => Ok(plan),
+                None => st.plan_alloc(node, size, align, flags, fixed),
+            }
+        })?;
         match self.create_buffers(&plan) {
             Ok((handles, mmap_offset, mapping)) => {
                 self.record_allocation(&plan, handles, mmap_offset, mapping)
@@ -600,8 +609,8 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         let user_addr = userptr.then_some(addr);
         let (handles, mmap_offset) = match self.kfd_alloc_split(
             plan.gpu_id,
-            plan.ioc_va,
-            plan.size,
+            plan.ioc_va(),
+            plan.size(),
             plan.ioc_flags,
             user_addr,
         ) {
@@ -698,8 +707,9 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
         let mut payload = state::MemoryPayload::new(mapping, Some(plan.va), plan.gpu_id);
         payload.recycle = plan.tag;
-        let mut obj = MemoryObject::new(addr, plan.size, plan.kind, plan.flags, plan.node, payload)
-            .with_kfd_handles(handles);
+        let mut obj =
+            MemoryObject::new(addr, plan.size(), plan.kind, plan.flags, plan.node, payload)
+                .with_kfd_handles(handles);
         obj.mmap_offset = mmap_offset;
         let mut st = self.memory.lock();
         st.keep_promise();
@@ -713,7 +723,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 drop(st);
                 Ok(Allocation {
                     addr,
-                    size: plan.size,
+                    size: plan.size(),
                     handle,
                     kfd_handle: handles.first(),
                     node: plan.node,
@@ -771,7 +781,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         match revived {
             Ok(handle) => Ok(Allocation {
                 addr: plan.va.1.addr,
-                size: plan.size,
+                size: plan.size(),
                 handle,
                 kfd_handle: handles.first(),
                 node: plan.node,
@@ -869,7 +879,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     fn cancel_pending(&self, free: PendingFree, view: Option<P::Mapping>, freed: Option<usize>) {
         let mut st = self.memory.lock();
         let mut view = view;
-        if st.cancel_pending_free(free)
+        if st.frees.cancel(free)
             && let Ok(o) = st.objects.get_mut(free.handle)
         {
             if let Some(i) = freed {

@@ -302,6 +302,64 @@ pub(crate) struct PendingFree {
     pub(crate) handle: MemoryHandle,
 }
 
+/// The frees in flight that complete through [`MemoryLock::complete_free`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingFrees {
+    entries: [Option<PendingFree>; PENDING_FREES],
+    /// Bit `p` set: entry `p` is in use.
+    mask: u32,
+    /// The next free's ticket (never 0).
+    next_ticket: u32,
+}
+
+impl PendingFrees {
+    const EMPTY: Self = Self { entries: [None; PENDING_FREES], mask: 0, next_ticket: 1 };
+
+    /// Registers a free of `handle`; `None` when every entry is in use.
+    #[inline]
+    pub(crate) fn begin(&mut self, handle: MemoryHandle) -> Option<PendingFree> {
+        let slot = (!self.mask).trailing_zeros();
+        let entry = self.entries.get_mut(slot as usize)?;
+        let f = PendingFree { slot, ticket: self.next_ticket, handle };
+        *entry = Some(f);
+        self.mask |= 1 << slot;
+        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
+        Some(f)
+    }
+
+    /// Withdraws `f`; `false` when it is not registered (any more).
+    pub(crate) fn cancel(&mut self, f: PendingFree) -> bool {
+        let Some(entry) = self.entries.get_mut(f.slot as usize) else { return false };
+        if *entry != Some(f) {
+            return false;
+        }
+        *entry = None;
+        self.mask &= !(1 << f.slot);
+        true
+    }
+
+    /// Takes the next completed free out, by its completion words.
+    #[inline]
+    fn take_done(&mut self, done: &[AtomicU32; PENDING_FREES]) -> Option<MemoryHandle> {
+        let mut mask = self.mask;
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let (Some(entry), Some(word)) = (self.entries.get_mut(slot), done.get(slot)) else {
+                continue;
+            };
+            if let Some(f) = *entry
+                && word.load(Ordering::Acquire) == f.ticket
+            {
+                *entry = None;
+                self.mask &= !(1 << slot);
+                return Some(f.handle);
+            }
+        }
+        None
+    }
+}
+
 /// The memory state behind its lock, with the completion words of pending frees.
 ///
 /// A free takes the lock once to mark its object busy and to register a pending free (slot,
@@ -326,7 +384,7 @@ impl<M, S: MemoryStorage<M>> MemoryLock<M, S> {
     #[inline]
     pub(crate) fn lock(&self) -> spin::MutexGuard<'_, MemoryState<M, S>> {
         let mut st = self.state.lock();
-        if st.frees_mask != 0 {
+        if st.frees.mask != 0 {
             st.settle_frees(&self.done);
         }
         st
@@ -389,11 +447,8 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     /// Retired objects outside the cache: taken by allocations whose ioctl is in flight, or
     /// being freed while their CPU view is dropped.
     pub(crate) claimed: u32,
-    /// Frees in flight (slot `p` valid when bit `p` of `frees_mask` is set).
-    pub(crate) frees: [Option<PendingFree>; PENDING_FREES],
-    pub(crate) frees_mask: u32,
-    /// The next free's ticket (never 0).
-    pub(crate) next_ticket: u32,
+    /// Frees in flight.
+    pub(crate) frees: PendingFrees,
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
@@ -432,9 +487,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             reservation_count: 0,
             recycle: RecycleCache::new(),
             claimed: 0,
-            frees: [None; PENDING_FREES],
-            frees_mask: 0,
-            next_ticket: 1,
+            frees: PendingFrees::EMPTY,
         }
     }
 
@@ -443,8 +496,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         self.objects.clear();
         self.recycle.clear();
         self.claimed = 0;
-        self.frees = [None; PENDING_FREES];
-        self.frees_mask = 0;
+        self.frees = PendingFrees::EMPTY;
         self.mode = SvmMode::None;
         self.handles_ready = false;
         self.nodes = [NodeInfo::EMPTY; MAX_NODES];
@@ -582,48 +634,10 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         }
     }
 
-    /// Registers a free of `handle` whose completion will be signalled through
-    /// [`MemoryLock::complete_free`]; `None` when every pending slot is taken.
-    pub(crate) fn begin_pending_free(&mut self, handle: MemoryHandle) -> Option<PendingFree> {
-        let slot = (!self.frees_mask).trailing_zeros();
-        if slot as usize >= PENDING_FREES {
-            return None;
-        }
-        let ticket = self.next_ticket;
-        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
-        let f = PendingFree { slot, ticket, handle };
-        *self.frees.get_mut(slot as usize)? = Some(f);
-        self.frees_mask |= 1 << slot;
-        Some(f)
-    }
-
-    /// Withdraws a pending free whose ioctl failed; `false` when it is gone already (the tables
-    /// were reset meanwhile).
-    pub(crate) fn cancel_pending_free(&mut self, f: PendingFree) -> bool {
-        let Some(entry) = self.frees.get_mut(f.slot as usize) else { return false };
-        if *entry != Some(f) {
-            return false;
-        }
-        *entry = None;
-        self.frees_mask &= !(1 << f.slot);
-        true
-    }
-
     /// Settles every completed pending free (see [`MemoryLock`]).
     fn settle_frees(&mut self, done: &[AtomicU32; PENDING_FREES]) {
-        let mut mask = self.frees_mask;
-        while mask != 0 {
-            let slot = mask.trailing_zeros();
-            mask &= mask - 1;
-            let Some(f) = self.frees.get(slot as usize).copied().flatten() else { continue };
-            if done.get(slot as usize).map(|d| d.load(Ordering::Acquire)) != Some(f.ticket) {
-                continue;
-            }
-            if let Some(entry) = self.frees.get_mut(slot as usize) {
-                *entry = None;
-            }
-            self.frees_mask &= !(1 << slot);
-            self.forget_freed(f.handle);
+        while let Some(handle) = self.frees.take_done(done) {
+            self.forget_freed(handle);
         }
     }
 
@@ -635,7 +649,9 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             && self.recycle.can_put(tag)
             && let Ok(r) = self.objects.retire(handle)
         {
-            self.recycle_or_discard(Some(tag), r);
+            if let Err(r) = self.recycle.put(tag, r) {
+                self.discard_retired(r);
+            }
             return;
         }
         if let Ok(obj) = self.objects.remove(handle) {
@@ -667,8 +683,8 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             return Err(Violation::Counter);
         }
         // Pending frees name live, busy objects.
-        for (slot, f) in self.frees.iter().enumerate() {
-            let listed = self.frees_mask & (1 << slot) != 0;
+        for (slot, f) in self.frees.entries.iter().enumerate() {
+            let listed = self.frees.mask & (1 << slot) != 0;
             let ok = match f {
                 Some(f) => {
                     listed
