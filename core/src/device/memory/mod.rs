@@ -523,14 +523,18 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         if flags.contains(MemFlags::CONTIGUOUS) {
             self.require_minor("contiguous VRAM", since::ALLOC_MEM_FLAGS_CONTIGUOUS)?;
         }
+        // A freed allocation of the same shape, else a full plan (under the same lock).
         let key = AllocKey { size, align, node, flags };
-        let plan = self.plan_with_slabs(|st| {
-            // A freed allocation of the same shape, else a full plan.
-            match fixed.is_none().then(|| st.reuse_plan(&key)).flatten() {
-                Some(plan) => Ok(plan),
-                None => st.plan_alloc(node, size, align, flags, fixed),
+        let mut st = self.memory.lock();
+        let plan = match fixed.is_none().then(|| st.reuse_plan(&key)).flatten() {
+            Some(plan) => {
+                drop(st);
+                plan
             }
-        })?;
+            None => {
+                self.plan_with_slabs(st, |st| st.plan_alloc(node, size, align, flags, fixed))?
+            }
+        };
         match self.create_buffers(&plan) {
             Ok((handles, mmap_offset, mapping)) => {
                 self.record_allocation(&plan, handles, mmap_offset, mapping)
@@ -552,17 +556,22 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
     }
 
-    /// Runs a planning step, growing the slab aperture (outside the lock) when it runs out.
+    /// Runs a planning step under the lock `st` holds, growing the slab aperture (outside the
+    /// lock) when it runs out.
     fn plan_with_slabs<T>(
         &self,
+        st: spin::MutexGuard<'_, MemoryState<P::Mapping, S>>,
         mut plan: impl FnMut(&mut MemoryState<P::Mapping, S>) -> Result<T, PlanStop>,
     ) -> Result<T, Error> {
         let mut attempts = 0;
+        let mut st = Some(st);
         loop {
-            let stop = match plan(&mut self.memory.lock()) {
+            let mut guard = st.take().unwrap_or_else(|| self.memory.lock());
+            let stop = match plan(&mut guard) {
                 Ok(t) => return Ok(t),
                 Err(stop) => stop,
             };
+            drop(guard);
             match stop {
                 PlanStop::Fail(e) => return Err(e.into()),
                 PlanStop::NeedSlab { size, at } => {
