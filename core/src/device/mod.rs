@@ -24,7 +24,8 @@ use crate::platform::{Ioctl, OpenError, Platform};
 use crate::topology::{self, MIN_READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
-use memory::state::{MemoryLock, MemoryState};
+use memory::pending::MemoryLock;
+use memory::state::MemoryState;
 pub use memory::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
     PointerInfo, PointerKind,
@@ -239,7 +240,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 self.platform.close();
                 self.session.reset();
                 self.forget_queues();
-                self.forget_memory();
+                self.forget_memory_after_fork();
                 self.events.forget();
             }
             Usability::Closed => {}

@@ -52,6 +52,7 @@ mod dmabuf;
 mod init;
 mod kernel;
 mod map;
+pub(crate) mod pending;
 mod query;
 mod register;
 pub(crate) mod state;
@@ -79,7 +80,8 @@ use crate::uapi::{
 };
 
 use super::{Error, Kfd};
-use state::{AllocKey, ApertureId, MemoryState, PendingFree, SvmMode as Mode, page_align};
+use pending::Ticket;
+use state::{AllocKey, ApertureId, MemoryState, SvmMode as Mode, page_align};
 
 /// One allocation: where it is, how to name it, and (for CPU-accessible memory) a view of it.
 ///
@@ -167,6 +169,36 @@ pub(crate) struct AllocPlan {
 }
 
 impl AllocPlan {
+    /// Rewrites a (retired) object as this allocation's.
+    #[inline]
+    fn fill<M>(
+        &self,
+        o: &mut MemoryObject<state::MemoryPayload<M>>,
+        handles: KfdHandles,
+        mmap_offset: u64,
+        mapping: Option<M>,
+    ) {
+        o.kind = self.kind;
+        o.flags = self.flags;
+        o.node = self.node;
+        o.kfd_handles = handles;
+        o.mmap_offset = mmap_offset;
+        o.registered_nodes = NodeSet::EMPTY;
+        o.mapped_nodes = NodeSet::EMPTY;
+        o.registration_count = 0;
+        o.mapping_count = 0;
+        o.user_data = 0;
+        o.payload = state::MemoryPayload {
+            mapping,
+            va: Some(self.va),
+            gpu_id: self.gpu_id,
+            busy: false,
+            imported: false,
+            recycle: self.tag,
+            view_out: false,
+        };
+    }
+
     /// Object size (the whole address range, page rounded).
     const fn size(&self) -> u64 {
         self.va.1.size
@@ -215,7 +247,13 @@ enum Release<M> {
     /// As `Destroy`, but the object's CPU view (`view`) was taken out and the free is pending:
     /// unmap, free the buffers, drop the view and signal completion (see
     /// [`state::MemoryLock`]).
-    Pending { free: PendingFree, buffers: KfdHandles, mapped: NodeSet, view: Option<M> },
+    Pending {
+        handle: MemoryHandle,
+        free: Ticket,
+        buffers: KfdHandles,
+        mapped: NodeSet,
+        view: Option<M>,
+    },
 }
 
 /// How many times an allocation grows the slab aperture before giving up.
@@ -442,11 +480,11 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
         let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
         // Allocations the recycle cache may keep complete their free without the lock.
         if o.payload.recycle.is_some()
-            && let Some(free) = self.frees.begin(handle)
+            && let Some(free) = self.pending_frees.begin(handle)
         {
             let view = o.payload.mapping.take();
             o.payload.view_out = view.is_some();
-            return Ok(Release::Pending { free, buffers, mapped, view });
+            return Ok(Release::Pending { handle, free, buffers, mapped, view });
         }
         Ok(Release::Destroy { handle, buffers, mapped })
     }
@@ -543,8 +581,9 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 let mut st = self.memory.lock();
                 match plan.reuse {
                     Some(r) => {
-                        st.claimed = st.claimed.saturating_sub(1);
-                        st.recycle_or_discard(plan.tag, r);
+                        if st.unclaim(r) {
+                            st.recycle_or_discard(plan.tag, r);
+                        }
                     }
                     None => {
                         st.release_va(Some(plan.va));
@@ -764,28 +803,10 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     ) -> Result<Allocation<P::Mapping>, Error> {
         let mut mapping = Some(mapping);
         let mut st = self.memory.lock();
-        st.claimed = st.claimed.saturating_sub(1);
-        let revived = st.objects.revive_with(r, |o| {
-            o.kind = plan.kind;
-            o.flags = plan.flags;
-            o.node = plan.node;
-            o.kfd_handles = handles;
-            o.mmap_offset = mmap_offset;
-            o.registered_nodes = NodeSet::EMPTY;
-            o.mapped_nodes = NodeSet::EMPTY;
-            o.registration_count = 0;
-            o.mapping_count = 0;
-            o.user_data = 0;
-            o.payload = state::MemoryPayload {
-                mapping: mapping.take().flatten(),
-                va: Some(plan.va),
-                gpu_id: plan.gpu_id,
-                busy: false,
-                imported: false,
-                recycle: plan.tag,
-                view_out: false,
-            };
-        });
+        st.unclaim(r);
+        let revived = st
+            .objects
+            .revive_with(r, |o| plan.fill(o, handles, mmap_offset, mapping.take().flatten()));
         drop(st);
         match revived {
             Ok(handle) => Ok(Allocation {
@@ -849,8 +870,8 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             Release::Destroy { handle, buffers, mapped } => {
                 self.finish_release(handle, buffers, mapped)
             }
-            Release::Pending { free, buffers, mapped, view } => {
-                self.finish_pending(free, buffers, mapped, view)
+            Release::Pending { handle, free, buffers, mapped, view } => {
+                self.finish_pending(handle, free, buffers, mapped, view)
             }
         }
     }
@@ -860,13 +881,14 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// (consistent with the kernel, as [`Kfd::finish_release`]).
     fn finish_pending(
         &self,
-        free: PendingFree,
+        handle: MemoryHandle,
+        free: Ticket,
         buffers: KfdHandles,
         mapped: NodeSet,
         view: Option<P::Mapping>,
     ) -> Result<(), Error> {
         if !mapped.is_empty()
-            && let Err(e) = self.unmap_object(free.handle, buffers, mapped)
+            && let Err(e) = self.unmap_object(handle, buffers, mapped)
         {
             self.cancel_pending(free, view, None);
             return Err(e);
@@ -885,11 +907,11 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Withdraws a pending free that failed: the object gets its view back and is no longer
     /// busy; with `freed`, only its buffers from that index on remain.
-    fn cancel_pending(&self, free: PendingFree, view: Option<P::Mapping>, freed: Option<usize>) {
+    fn cancel_pending(&self, free: Ticket, view: Option<P::Mapping>, freed: Option<usize>) {
         let mut st = self.memory.lock();
         let mut view = view;
-        if st.frees.cancel(free)
-            && let Ok(o) = st.objects.get_mut(free.handle)
+        if let Some(handle) = st.pending_frees.cancel(free)
+            && let Ok(o) = st.objects.get_mut(handle)
         {
             if let Some(i) = freed {
                 let mut rest = KfdHandles::EMPTY;
@@ -944,8 +966,9 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 drop(st);
                 drop(view);
                 let mut st = self.memory.lock();
-                st.claimed = st.claimed.saturating_sub(1);
-                st.recycle_or_discard(Some(tag), r);
+                if st.unclaim(r) {
+                    st.recycle_or_discard(Some(tag), r);
+                }
                 return Ok(());
             }
             Retired::No => {}

@@ -7,7 +7,6 @@
 //! the outcome.
 
 use core::fmt;
-use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::memory::aperture::{
     Aperture, ApertureAllocation, ApertureConfig, ApertureKind, ReportedAperture,
@@ -19,6 +18,7 @@ use crate::memory::{Error, MemFlags, NodeSet, PAGE_SIZE, Violation};
 use crate::platform::SharedMemory;
 
 use super::AllocPlan;
+use super::pending::Pending;
 
 /// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: an application with
 /// up to a thousand live buffers (about 0.7 MiB of tables, inline, small enough for a `Box::new`
@@ -289,117 +289,6 @@ pub enum SvmMode {
     Reserved,
 }
 
-/// How many frees can complete without taking the memory lock again (see [`MemoryLock`]);
-/// further concurrent frees take the lock once more to finish.
-pub(crate) const PENDING_FREES: usize = 16;
-
-/// A free whose ioctls are in flight: the object (busy, still visible) and the ticket its
-/// completion is signalled with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PendingFree {
-    pub(crate) slot: u32,
-    pub(crate) ticket: u32,
-    pub(crate) handle: MemoryHandle,
-}
-
-/// The frees in flight that complete through [`MemoryLock::complete_free`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PendingFrees {
-    entries: [Option<PendingFree>; PENDING_FREES],
-    /// Bit `p` set: entry `p` is in use.
-    mask: u32,
-    /// The next free's ticket (never 0).
-    next_ticket: u32,
-}
-
-impl PendingFrees {
-    const EMPTY: Self = Self { entries: [None; PENDING_FREES], mask: 0, next_ticket: 1 };
-
-    /// Registers a free of `handle`; `None` when every entry is in use.
-    #[inline]
-    pub(crate) fn begin(&mut self, handle: MemoryHandle) -> Option<PendingFree> {
-        let slot = (!self.mask).trailing_zeros();
-        let entry = self.entries.get_mut(slot as usize)?;
-        let f = PendingFree { slot, ticket: self.next_ticket, handle };
-        *entry = Some(f);
-        self.mask |= 1 << slot;
-        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
-        Some(f)
-    }
-
-    /// Withdraws `f`; `false` when it is not registered (any more).
-    pub(crate) fn cancel(&mut self, f: PendingFree) -> bool {
-        let Some(entry) = self.entries.get_mut(f.slot as usize) else { return false };
-        if *entry != Some(f) {
-            return false;
-        }
-        *entry = None;
-        self.mask &= !(1 << f.slot);
-        true
-    }
-
-    /// Takes the next completed free out, by its completion words.
-    #[inline]
-    fn take_done(&mut self, done: &[AtomicU32; PENDING_FREES]) -> Option<MemoryHandle> {
-        let mut mask = self.mask;
-        while mask != 0 {
-            let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let (Some(entry), Some(word)) = (self.entries.get_mut(slot), done.get(slot)) else {
-                continue;
-            };
-            if let Some(f) = *entry
-                && word.load(Ordering::Acquire) == f.ticket
-            {
-                *entry = None;
-                self.mask &= !(1 << slot);
-                return Some(f.handle);
-            }
-        }
-        None
-    }
-}
-
-/// The memory state behind its lock, with the completion words of pending frees.
-///
-/// A free takes the lock once to mark its object busy and to register a pending free (slot,
-/// ticket); after its ioctls succeed and its CPU view is dropped, it stores the ticket in the
-/// slot's completion word — a plain atomic store, no lock. Whoever takes the lock next
-/// ([`MemoryLock::lock`], the only way in) first *settles* the completed frees: their objects
-/// are retired into the recycle cache (or removed) before anything else looks at the tables.
-/// So after `free` returns, no operation can observe the object, exactly as if the free had
-/// removed it itself; the freeing thread just saves a lock round trip. A free whose ioctl fails
-/// takes the lock again and cancels its pending entry.
-pub(crate) struct MemoryLock<M, S: MemoryStorage<M>> {
-    state: spin::Mutex<MemoryState<M, S>>,
-    done: [AtomicU32; PENDING_FREES],
-}
-
-impl<M, S: MemoryStorage<M>> MemoryLock<M, S> {
-    pub(crate) const fn new(state: MemoryState<M, S>) -> Self {
-        Self { state: spin::Mutex::new(state), done: [const { AtomicU32::new(0) }; PENDING_FREES] }
-    }
-
-    /// Locks the memory state, settling completed frees first.
-    #[inline]
-    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, MemoryState<M, S>> {
-        let mut st = self.state.lock();
-        if st.frees.mask != 0 {
-            st.settle_frees(&self.done);
-        }
-        st
-    }
-
-    /// Signals that the free registered as `f` has completed (its ioctls succeeded, its CPU
-    /// view is gone): the next [`MemoryLock::lock`] settles it.
-    #[inline]
-    pub(crate) fn complete_free(&self, f: PendingFree) {
-        if let Some(d) = self.done.get(f.slot as usize) {
-            d.store(f.ticket, Ordering::Release);
-        }
-    }
-}
-
 /// The shape of an allocation request, as the recycle cache tells them apart: every input of
 /// [`MemoryState::plan_alloc`](super) but the fixed address (fixed-address requests are never
 /// served from the cache).
@@ -447,8 +336,8 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     /// Retired objects outside the cache: taken by allocations whose ioctl is in flight, or
     /// being freed while their CPU view is dropped.
     pub(crate) claimed: u32,
-    /// Frees in flight.
-    pub(crate) frees: PendingFrees,
+    /// Frees whose ioctls are in flight (see [`super::pending`]).
+    pub(crate) pending_frees: Pending<MemoryHandle>,
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
@@ -487,16 +376,17 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             reservation_count: 0,
             recycle: RecycleCache::new(),
             claimed: 0,
-            frees: PendingFrees::EMPTY,
+            pending_frees: Pending::EMPTY,
         }
     }
 
     /// Forgets every object and node (dropping CPU mappings); keeps the reservations.
+    /// Pending operations become orphans (see [`super::pending`]).
     pub(crate) fn reset(&mut self) {
         self.objects.clear();
         self.recycle.clear();
         self.claimed = 0;
-        self.frees = PendingFrees::EMPTY;
+        self.pending_frees.orphan_all();
         self.mode = SvmMode::None;
         self.handles_ready = false;
         self.nodes = [NodeInfo::EMPTY; MAX_NODES];
@@ -618,6 +508,17 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         }
     }
 
+    /// Ends the claim on retired object `r` (taken by an allocation, or by a free dropping its
+    /// view); `false` when `r` is no longer retired (the tables were reset meanwhile: there is
+    /// no claim to end).
+    pub(crate) fn unclaim(&mut self, r: RetiredObject) -> bool {
+        if self.objects.retired(r).is_err() {
+            return false;
+        }
+        self.claimed = self.claimed.saturating_sub(1);
+        true
+    }
+
     /// Puts a retired object (with no CPU view) into its recycle bin, or removes it for good
     /// when the bin cannot take it. Nothing happens when `r` is no longer retired (the tables
     /// were reset meanwhile).
@@ -631,13 +532,6 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         };
         if let Some(r) = rejected {
             self.discard_retired(r);
-        }
-    }
-
-    /// Settles every completed pending free (see [`MemoryLock`]).
-    fn settle_frees(&mut self, done: &[AtomicU32; PENDING_FREES]) {
-        while let Some(handle) = self.frees.take_done(done) {
-            self.forget_freed(handle);
         }
     }
 
@@ -683,19 +577,10 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             return Err(Violation::Counter);
         }
         // Pending frees name live, busy objects.
-        for (slot, f) in self.frees.entries.iter().enumerate() {
-            let listed = self.frees.mask & (1 << slot) != 0;
-            let ok = match f {
-                Some(f) => {
-                    listed
-                        && f.slot as usize == slot
-                        && self.objects.get(f.handle).is_ok_and(|o| o.payload.busy)
-                }
-                None => !listed,
-            };
-            if !ok {
-                return Err(Violation::SlotList { slot: slot as u32 });
-            }
+        if !self.pending_frees.consistent()
+            || !self.pending_frees.live().all(|h| self.objects.get(h).is_ok_and(|o| o.payload.busy))
+        {
+            return Err(Violation::SlotList { slot: u32::MAX });
         }
         Ok(())
     }
