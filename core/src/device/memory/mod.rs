@@ -169,18 +169,28 @@ pub(crate) struct AllocPlan {
 }
 
 impl AllocPlan {
-    /// Rewrites a (retired) object as this allocation's.
+    /// Rewrites a retired object of this plan's shape as this allocation's. Everything the
+    /// shape decides — kind, flags, owner, GPU, address range, recycle bin — is already the
+    /// plan's (an object only ever waits in the bin of the shape it was allocated for, and a
+    /// bin's plan holds for its whole life); the rest is set afresh.
     #[inline]
-    fn fill<M>(
+    fn refill<M>(
         &self,
         o: &mut MemoryObject<state::MemoryPayload<M>>,
         handles: KfdHandles,
         mmap_offset: u64,
         mapping: Option<M>,
     ) {
-        o.kind = self.kind;
-        o.flags = self.flags;
-        o.node = self.node;
+        debug_assert!(
+            o.kind == self.kind
+                && o.flags == self.flags
+                && o.node == self.node
+                && o.payload.gpu_id == self.gpu_id
+                && o.payload.va == Some(self.va)
+                && o.payload.recycle == self.tag
+                && !o.payload.imported,
+            "a retired object is reused only for its own shape"
+        );
         o.kfd_handles = handles;
         o.mmap_offset = mmap_offset;
         o.registered_nodes = NodeSet::EMPTY;
@@ -188,15 +198,9 @@ impl AllocPlan {
         o.registration_count = 0;
         o.mapping_count = 0;
         o.user_data = 0;
-        o.payload = state::MemoryPayload {
-            mapping,
-            va: Some(self.va),
-            gpu_id: self.gpu_id,
-            busy: false,
-            imported: false,
-            recycle: self.tag,
-            view_out: false,
-        };
+        o.payload.mapping = mapping;
+        o.payload.busy = false;
+        o.payload.view_out = false;
     }
 
     /// Object size (the whole address range, page rounded).
@@ -806,7 +810,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         st.unclaim(r);
         let revived = st
             .objects
-            .revive_with(r, |o| plan.fill(o, handles, mmap_offset, mapping.take().flatten()));
+            .revive_with(r, |o| plan.refill(o, handles, mmap_offset, mapping.take().flatten()));
         drop(st);
         match revived {
             Ok(handle) => Ok(Allocation {
