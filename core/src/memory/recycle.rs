@@ -14,10 +14,10 @@
 //! A bin is claimed for a shape by [`RecycleCache::tag`], which returns a [`BinTag`] the owner
 //! stores with the allocation; the allocation's token can later be [`put`](RecycleCache::put)
 //! into that bin only while the bin still serves the same shape (the tag carries a stamp that
-//! changes whenever the bin is claimed again). Only empty bins are claimed; when every bin is
-//! in use by other shapes, `tag` takes one token out of a victim bin (round robin) and hands
-//! it back to the owner to release — so stale shapes drain one token per miss and the cache
-//! turns over, while each call stays `O(BINS)`.
+//! changes whenever the bin is claimed again). Only empty bins are claimed, bins no shape has
+//! used first. When every bin holds tokens of other shapes, `tag` takes one token out of a
+//! victim bin (round robin) and hands it back to the owner to release — so stale shapes drain
+//! one token per miss and the cache turns over, while each call stays `O(BINS)`.
 //!
 //! # Costs
 //! [`take`](RecycleCache::take): a check of the most recently used bin, else a scan of at most
@@ -188,7 +188,9 @@ impl<K: PartialEq, I: Clone, V: Copy, const BINS: usize, const DEPTH: usize, con
         if let Some(b) = self.find(key) {
             return (self.stamps.get(b).map(|&stamp| BinTag { bin: b as u32, stamp }), None);
         }
-        if let Some(b) = self.lens.iter().position(|&l| l == 0) {
+        // A bin no shape has used yet, else one whose shape has no token cached.
+        let unused = self.keys.iter().position(Option::is_none);
+        if let Some(b) = unused.or_else(|| self.lens.iter().position(|&l| l == 0)) {
             return (self.claim(b, key, info()), None);
         }
         let victim = self.hand as usize % BINS.max(1);
