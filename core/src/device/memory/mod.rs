@@ -15,6 +15,31 @@
 //! refused. An object with an ioctl in flight is *busy*: other operations on it fail with
 //! [`memory::Error::Busy`] instead of waiting.
 //!
+//! A free of memory the recycle cache may keep records its outcome without that second lock
+//! round trip: it publishes its completion in an atomic beside the lock, and the next thread to
+//! take the lock records it first (see `pending`). Every later operation therefore sees the
+//! memory freed, as if the free had recorded it itself.
+//!
+//! # The recycle cache
+//! Freeing an allocation made by [`Kfd::alloc_memory`] (device, GTT, paged host memory or an
+//! address-only range; not scratch, not registered, imported or doorbell/MMIO memory) frees
+//! its kernel buffers and CPU view as always, but may keep its *bookkeeping* for the next
+//! allocation of the same shape — the same node, size, alignment and flags: the address range
+//! stays reserved in its aperture and the object stays in the table, *retired* (invisible to
+//! every lookup, every handle of it stale; see [`crate::memory::objects`]). The next such
+//! allocation takes both in `O(1)` — no aperture search, no index update, not even the
+//! placement rules (the shape's plan is kept with it) — and the kernel still sees exactly its
+//! `ALLOC_MEMORY_OF_GPU` (and, for host-visible memory, the CPU mapping).
+//!
+//! The cache holds at most [`RECYCLE_DEPTH`] allocations per shape, [`RECYCLE_SHAPES`] shapes
+//! and [`RECYCLE_CAPACITY`] allocations in all ([`crate::memory::recycle`]). It gives its
+//! allocations back for good (`O(1)` bookkeeping each, no system call) whenever an address range
+//! cannot be found otherwise (no space, no block descriptor, or a fixed address inside a cached
+//! range) — before a slab aperture grows —, whenever an object slot is needed, one at a time
+//! when a new shape needs a bin, on [`Kfd::trim_memory`], and on the last close.
+//! [`MemoryUsage::recycled`] counts them; [`MemoryUsage::va_used`] and
+//! [`MemoryUsage::va_live`] leave them out.
+//!
 //! # CPU access
 //! CPU mappings are the platform's [`SharedMemory`] values. The library keeps one clone per
 //! object and hands out more ([`Allocation::mapping`], [`Kfd::cpu_mapping`]); it refuses to
@@ -33,6 +58,9 @@
 //! # Deliberate differences from libhsakmt
 //! - Freeing memory that is still GPU-mapped unmaps it first (the kernel would refuse the free
 //!   with `EBUSY`, which libhsakmt reports as a generic error).
+//! - The address range of freed memory may stay reserved (the recycle cache) and is then handed
+//!   out again to the next allocation of the same shape (libhsakmt releases it at once, and
+//!   first-fit may or may not hand it out again).
 //! - Freeing or unmapping an address no object starts at is an error
 //!   ([`memory::Error::UnknownAddress`]); libhsakmt reports success when the SVM API exists.
 //! - Non-host-visible device memory gets no CPU mapping at all (libhsakmt maps it `PROT_NONE`,
