@@ -7,6 +7,16 @@
 //! Objects are named by generation-checked [`MemoryHandle`]s: a handle whose slot was freed or
 //! reused is rejected with [`Error::StaleHandle`], never silently resolved to another object.
 //!
+//! # Retired objects
+//! An object can be *retired* instead of removed ([`ObjectTable::retire`]): every handle of it
+//! goes stale and no lookup, iteration or count sees it any more, but it keeps its slot and its
+//! entries in the start index and the address cache (its range still counts for overlap
+//! checks). An object of the same address range can then take its place in `O(1)`
+//! ([`ObjectTable::revive_with`]: rewrite, new handle) instead of a removal now and an insertion
+//! later; or it is removed for good ([`ObjectTable::remove_retired`]). Retired objects are
+//! named by [`RetiredObject`] references, which no handle API accepts. The memory manager's
+//! recycle cache keeps freed allocations this way ([`super::recycle`]).
+//!
 //! # Indexes and worst cases
 //! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
 //!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
@@ -27,7 +37,9 @@
 //! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
 //! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
 //! duplicate-userptr check, two insertions) plus 8 cache probes;
-//! [`remove`](ObjectTable::remove) ≤ 3·`H` per tree plus 8 probes;
+//! [`remove`](ObjectTable::remove) and [`remove_retired`](ObjectTable::remove_retired) ≤ 3·`H`
+//! per tree plus 8 probes; [`retire`](ObjectTable::retire) and
+//! [`revive_with`](ObjectTable::revive_with) `O(1)`;
 //! [`find_exact`](ObjectTable::find_exact) 8 probes, plus `H` only while uncached objects exist;
 //! other lookups ≤ 2·`H`; [`get`](ObjectTable::get) / [`get_mut`](ObjectTable::get_mut)
 //! `O(1)`; [`clear`](ObjectTable::clear) and [`check_invariants`](ObjectTable::check_invariants)
@@ -1021,17 +1033,35 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// with a user-pointer range (registered memory is not retired). The table is unchanged.
     #[inline]
     pub fn retire(&mut self, h: MemoryHandle) -> Result<RetiredObject, Error> {
+        self.retire_if(h, |_| true)?.ok_or(Error::NotSupported)
+    }
+
+    /// As [`ObjectTable::retire`] when `keep` says so of the object; `Ok(None)` (unchanged)
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retire`].
+    #[inline]
+    pub fn retire_if(
+        &mut self,
+        h: MemoryHandle,
+        keep: impl FnOnce(&MemoryObject<T>) -> bool,
+    ) -> Result<Option<RetiredObject>, Error> {
         let i = self.resolve(h)?;
         let s = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
-        if s.object.as_ref().is_some_and(|o| o.userptr.is_some()) {
+        let o = s.object.as_ref().ok_or(Error::StaleHandle)?;
+        if o.userptr.is_some() {
             return Err(Error::NotSupported);
+        }
+        if !keep(o) {
+            return Ok(None);
         }
         s.retired = true;
         s.generation = next_generation(s.generation);
         let generation = s.generation;
         self.live -= 1;
         self.retired += 1;
-        Ok(RetiredObject { index: i, generation })
+        Ok(Some(RetiredObject { index: i, generation }))
     }
 
     /// A retired object (to read what the caller kept in it).

@@ -538,11 +538,13 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     /// Forgets an object whose buffers are freed and whose CPU view is gone: into the recycle
     /// cache when its bin takes it, else removed with its address range.
     pub(crate) fn forget_freed(&mut self, handle: MemoryHandle) {
-        let tag = self.objects.get(handle).ok().and_then(|o| o.payload.recycle);
-        if let Some(tag) = tag
-            && self.recycle.can_put(tag)
-            && let Ok(r) = self.objects.retire(handle)
-        {
+        let recycle = &self.recycle;
+        let mut tag = None;
+        let kept = self.objects.retire_if(handle, |o| {
+            tag = o.payload.recycle.filter(|&t| recycle.can_put(t));
+            tag.is_some()
+        });
+        if let (Ok(Some(r)), Some(tag)) = (kept, tag) {
             if let Err(r) = self.recycle.put(tag, r) {
                 self.discard_retired(r);
             }
