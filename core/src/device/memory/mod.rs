@@ -278,7 +278,7 @@ enum Release<M> {
     Destroy { handle: MemoryHandle, buffers: KfdHandles, mapped: NodeSet },
     /// As `Destroy`, but the object's CPU view (`view`) was taken out and the free is pending:
     /// unmap, free the buffers, drop the view and signal completion (see
-    /// [`state::MemoryLock`]).
+    /// [`pending::MemoryLock`]).
     Pending {
         handle: MemoryHandle,
         free: Ticket,
