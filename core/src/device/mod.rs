@@ -24,6 +24,7 @@ use crate::platform::{Ioctl, OpenError, Platform};
 use crate::topology::{self, MIN_READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
+use memory::pending::MemoryLock;
 use memory::state::MemoryState;
 pub use memory::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
@@ -171,7 +172,7 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
     topology: spin::RwLock<Topology>,
-    memory: spin::Mutex<MemoryState<P::Mapping, S>>,
+    memory: MemoryLock<P::Mapping, S>,
     queues: spin::Mutex<queue::QueueState<P::Mapping>>,
     events: event::Events<P::Mapping>,
 }
@@ -194,7 +195,7 @@ impl<P: Platform> Kfd<P> {
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
-            memory: spin::Mutex::new(MemoryState::inline()),
+            memory: MemoryLock::new(MemoryState::inline()),
             queues: spin::Mutex::new(queue::QueueState::new()),
             events: event::Events::new(),
         }
@@ -210,7 +211,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
-            memory: spin::Mutex::new(MemoryState::with_tables(tables)),
+            memory: MemoryLock::new(MemoryState::with_tables(tables)),
             queues: spin::Mutex::new(queue::QueueState::new()),
             events: event::Events::new(),
         }
@@ -239,7 +240,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 self.platform.close();
                 self.session.reset();
                 self.forget_queues();
-                self.forget_memory();
+                self.forget_memory_after_fork();
                 self.events.forget();
             }
             Usability::Closed => {}

@@ -452,4 +452,12 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub(crate) fn forget_memory(&self) {
         self.memory.lock().reset();
     }
+
+    /// As [`Kfd::forget_memory`] in a forked child, which has no other thread: no free of the
+    /// parent's will ever complete here, so its pending entries are dropped too.
+    pub(crate) fn forget_memory_after_fork(&self) {
+        let mut st = self.memory.lock();
+        st.reset();
+        st.pending_frees.clear();
+    }
 }
