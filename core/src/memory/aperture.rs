@@ -11,7 +11,9 @@
 //! - pure helpers that compute the SVM layout ([`SvmLayout`], [`svm_bounds`], [`svm_window`]),
 //!   the handle window ([`mem_handle_window`]) and the per-device constants;
 //! - [`choose_placement`]: which aperture and memory kind an `hsaKmtAllocMemoryAlign` request
-//!   goes to.
+//!   goes to;
+//! - the steps from the kernel's `GET_PROCESS_APERTURES_NEW` reply to the SVM apertures
+//!   ([`reported_gpus`], [`SvmPlan`], [`reservation_attempts`], [`accept_reservation`]).
 //!
 //! # The two SVM modes
 //! libhsakmt (`init_svm_apertures`) distinguishes:
@@ -80,7 +82,12 @@
 
 use super::objects::MemoryKind;
 use super::va::{VaAllocator, VaBlock, VaSlot};
+
+mod process;
 use super::{Error, GPU_HUGE_PAGE_SIZE, MemFlags, PAGE_SIZE, Violation, align_up};
+pub use process::{
+    GpuApertures, SvmGpu, SvmPlan, accept_reservation, reported_gpus, reservation_attempts,
+};
 
 /// Guard pages after each allocation unless `HSA_SVM_GUARD_PAGES` says otherwise.
 pub const DEFAULT_GUARD_PAGES: u32 = 1;
@@ -698,12 +705,20 @@ pub enum SvmWindow {
 /// `limit + 1` down to 2 MiB; slab mode when `limit ≥ 2^47 − 1` and `reserve_svm` is false;
 /// otherwise the limit is clamped to [`SVM_RESERVATION_LIMIT`].
 ///
+/// A limit below 2 MiB − 1 leaves no window (libhsakmt's unsigned arithmetic wraps it to
+/// 2^64 − 1, the whole address space).
+///
 /// # Errors
 /// [`Error::OutOfSpace`] when no window remains ("No SVM range compatible with all GPU and
 /// software constraints").
 pub fn svm_window(bounds: SvmBounds, reserve_svm: bool) -> Result<SvmWindow, Error> {
     let base = align_up(bounds.base, GPU_HUGE_PAGE_SIZE).ok_or(Error::SizeOverflow)?;
-    let limit = (bounds.limit.wrapping_add(1) & !(GPU_HUGE_PAGE_SIZE - 1)).wrapping_sub(1);
+    // `limit + 1` rounded down to 2 MiB, in 65 bits so that a limit of 2^64 − 1 stays whole.
+    let end = (u128::from(bounds.limit) + 1) & !u128::from(GPU_HUGE_PAGE_SIZE - 1);
+    let Some(limit) = end.checked_sub(1) else {
+        return Err(Error::OutOfSpace { needed: SVM_MIN_VM_SIZE });
+    };
+    let limit = u64::try_from(limit).unwrap_or(u64::MAX);
     if limit >= NON_CANONICAL_START - 1 && !reserve_svm && base < limit {
         return Ok(SvmWindow::Slabs { base, limit });
     }

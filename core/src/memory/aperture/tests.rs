@@ -207,6 +207,24 @@ fn svm_window_and_bounds() {
     let b = SvmBounds { base: 1 << 41, limit: (1 << 42) - 1, align: P };
     assert!(svm_window(b, false).is_err());
     assert_eq!(svm_bounds([(0, u64::MAX, 0)]), None);
+    // The whole 64-bit space stays whole.
+    let b = SvmBounds { base: 0, limit: u64::MAX, align: P };
+    assert_eq!(svm_window(b, false), Ok(SvmWindow::Slabs { base: 0, limit: u64::MAX }));
+}
+
+/// Fuzzing finding (target `apertures`): a GPU reporting a GPUVM limit below 2 MiB − 1 (e.g.
+/// 0, an unset aperture) made `limit + 1` round down to 0 and `0 − 1` wrap to 2^64 − 1: a slab
+/// window over the whole address space. There is no window.
+#[test]
+fn tiny_gpuvm_limit_leaves_no_window() {
+    for limit in [0, 0x1000, GPU_HUGE_PAGE_SIZE - 2] {
+        let b = svm_bounds([(0, limit, 0x740f)]).unwrap();
+        for reserve in [false, true] {
+            assert_eq!(svm_window(b, reserve), Err(Error::OutOfSpace { needed: SVM_MIN_VM_SIZE }));
+        }
+    }
+    let b = svm_bounds([(0, GPU_HUGE_PAGE_SIZE - 1, 0x740f)]).unwrap();
+    assert_eq!(svm_window(b, false), Ok(SvmWindow::Reserve { base: 0, limit: b.limit }));
 }
 
 #[test]
