@@ -239,11 +239,14 @@ pub fn reservation_attempts(base: u64, limit: u64) -> impl Iterator<Item = (u64,
 }
 
 /// Judges a reservation the platform made for attempt `(len, size)` of
-/// [`reservation_attempts`] over the window `[base, limit]`, placed at `got`: accepted when at
-/// least half of `len` and at least [`SVM_MIN_VM_SIZE`] bytes are GPU addressable (libhsakmt:
-/// "At least half the returned address space is GPU addressable, we'll take it"). Returns the
-/// bytes to keep from `got` on — the tail beyond `limit` is to be released — or `None` to
-/// release all of it and try the next attempt.
+/// [`reservation_attempts`] over the window `[base, limit]`, placed at `got`: accepted when it
+/// starts inside the window and at least half of `len` and at least [`SVM_MIN_VM_SIZE`] bytes
+/// are GPU addressable (libhsakmt: "At least half the returned address space is GPU
+/// addressable, we'll take it"). Returns the bytes to keep from `got` on — the tail beyond
+/// `limit` is to be released — or `None` to release all of it and try the next attempt.
+///
+/// libhsakmt checks only the end: a reservation the kernel placed below the hint (below the
+/// GPUs' GPUVM base) would be taken although the GPUs cannot address its start.
 #[must_use]
 pub const fn accept_reservation(
     base: u64,
@@ -252,7 +255,9 @@ pub const fn accept_reservation(
     got: u64,
     size: u64,
 ) -> Option<u64> {
-    let _ = base;
+    if got < base {
+        return None;
+    }
     let half = got.saturating_add(len.div_ceil(2)).saturating_sub(1);
     let min_end = got.saturating_add(SVM_MIN_VM_SIZE - 1);
     if half > limit || min_end > limit {
@@ -352,5 +357,18 @@ mod tests {
         assert_eq!(accept_reservation(base, limit, len, got, size), Some(limit + 1 - got));
         // Less than half: refused.
         assert_eq!(accept_reservation(base, limit, len, limit - 100, size), None);
+    }
+
+    /// Fuzzing finding (target `apertures`): a reservation the platform placed below the
+    /// hint — below the GPUs' GPUVM base, at 0 in the finding — was accepted, since only its
+    /// end was checked: SVM memory whose start no GPU can address.
+    #[test]
+    fn reservation_below_the_window_is_refused() {
+        let (base, limit) = (2 << 20, SVM_RESERVATION_LIMIT);
+        let len = limit - base + 1;
+        let size = len & !(PAGE_SIZE - 1);
+        assert_eq!(accept_reservation(base, limit, len, 0, size), None);
+        assert_eq!(accept_reservation(base, limit, len, base - PAGE_SIZE, size), None);
+        assert_eq!(accept_reservation(base, limit, len, base, size), Some(size));
     }
 }
