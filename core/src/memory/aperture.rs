@@ -842,16 +842,25 @@ impl SvmLayout {
 ///
 /// libhsakmt stores `limit = base + 2^47` (one byte more); here the window is exactly
 /// [`MEM_HANDLE_APERTURE_SIZE`] bytes.
+///
+/// libhsakmt tries the candidates one by one (up to 2^17 of them, each against every
+/// aperture); here a clash skips every candidate that starts inside the clashing aperture,
+/// which gives the same window in at most one step per aperture.
 #[must_use]
 pub fn mem_handle_window(occupied: &[(u64, u64)]) -> Option<(u64, u64)> {
     let mut base = NON_CANONICAL_START;
     while base < NON_CANONICAL_END - 1 {
         let limit = base + (MEM_HANDLE_APERTURE_SIZE - 1);
-        let clash = occupied.iter().any(|&(b, l)| b != 0 && b <= limit && base <= l);
-        if !clash {
-            return Some((base, limit));
-        }
-        base = base.checked_add(MEM_HANDLE_APERTURE_SIZE)?;
+        // Every later candidate starting at or before the end of a clashing aperture clashes
+        // with it too (the aperture starts before this window ends).
+        let clash_end = occupied
+            .iter()
+            .filter(|&&(b, l)| b != 0 && b <= limit && base <= l)
+            .map(|&(_, l)| l)
+            .max();
+        let Some(end) = clash_end else { return Some((base, limit)) };
+        let skip = ((end - base) / MEM_HANDLE_APERTURE_SIZE).checked_add(1)?;
+        base = base.checked_add(skip.checked_mul(MEM_HANDLE_APERTURE_SIZE)?)?;
     }
     None
 }

@@ -236,6 +236,24 @@ fn handle_window_avoids_gpu_apertures() {
     let occupied = [((1 << 47) + P, (1 << 47) + 2 * P), (0, 0)];
     assert_eq!(mem_handle_window(&occupied), Some((1 << 48, (1 << 48) + (1 << 47) - 1)));
     assert_eq!(mem_handle_window(&[(1 << 47, u64::MAX)]), None);
+    // Ranges chained across several candidates.
+    let h = MEM_HANDLE_APERTURE_SIZE;
+    let occupied = [(3 * h, 3 * h), (1 << 47, 2 * h + 5), (5 * h - 1, 5 * h)];
+    assert_eq!(mem_handle_window(&occupied), Some((6 * h, 7 * h - 1)));
+    assert_eq!(handle_window_one_by_one(&occupied), Some((6 * h, 7 * h - 1)));
+}
+
+/// libhsakmt's `init_mem_handle_aperture` loop: every candidate in turn.
+fn handle_window_one_by_one(occupied: &[(u64, u64)]) -> Option<(u64, u64)> {
+    let mut base = NON_CANONICAL_START;
+    while base < NON_CANONICAL_END - 1 {
+        let limit = base + (MEM_HANDLE_APERTURE_SIZE - 1);
+        if !occupied.iter().any(|&(b, l)| b != 0 && b <= limit && base <= l) {
+            return Some((base, limit));
+        }
+        base = base.checked_add(MEM_HANDLE_APERTURE_SIZE)?;
+    }
+    None
 }
 
 #[test]
@@ -395,6 +413,24 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u64..4096, 1u64..8).prop_map(|(page, pages)| Op::Fixed { page, pages }),
         3 => any::<usize>().prop_map(|pick| Op::Release { pick }),
     ]
+}
+
+/// Apertures near the candidate windows' edges, and anywhere.
+fn occupied_range() -> impl Strategy<Value = (u64, u64)> {
+    let h = MEM_HANDLE_APERTURE_SIZE;
+    let edge = (0u64..1 << 17, -2i64..=2).prop_map(move |(k, d)| (k * h).wrapping_add_signed(d));
+    let addr = prop_oneof![edge, any::<u64>()];
+    (addr.clone(), addr)
+}
+
+proptest! {
+    /// The skipping search finds libhsakmt's window.
+    #[test]
+    fn handle_window_matches_the_one_by_one_search(
+        occupied in proptest::collection::vec(occupied_range(), 0..6)
+    ) {
+        prop_assert_eq!(mem_handle_window(&occupied), handle_window_one_by_one(&occupied));
+    }
 }
 
 proptest! {
