@@ -4,8 +4,8 @@
 //! Each target starts from its persistent corpus `core/fuzz/corpus/<target>` (gitignored) plus
 //! the committed seeds `core/fuzz/seeds/<target>`; crashes land in
 //! `core/fuzz/artifacts/<target>`. `--ci` is the CI-sized run: [`CI_SECONDS`] per target from
-//! the seeds alone (a fresh corpus under `core/fuzz/target/ci-corpus`), progress lines
-//! suppressed. Targets are built without a sanitizer: `hsakmt-core` forbids `unsafe`, so
+//! the seeds alone (a fresh corpus under `core/fuzz/target/ci-corpus`), libFuzzer's output
+//! shown only for a failing target. Targets are built without a sanitizer: `hsakmt-core` forbids `unsafe`, so
 //! AddressSanitizer would only halve the executions.
 
 use std::io::{BufRead, BufReader};
@@ -114,14 +114,14 @@ fn run_targets(targets: &[String], seconds: u64, ci: bool) -> Result<(), String>
         built.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    println!("{:<12} {:>12} {:>10}  {:<24} result", "target", "executions", "exec/s", "corpus");
+    println!("{:<12} {:>12} {:>10}  {:<14} result", "target", "executions", "exec/s", "corpus");
     let mut failed = Vec::new();
     for o in &outcomes {
         let execs = o.executions.map_or("?".into(), |e| e.to_string());
         let rate = o.executions.map_or("?".into(), |e| (e / seconds.max(1)).to_string());
         let result = o.failure.as_deref().unwrap_or("ok");
         let corpus = o.corpus.as_deref().unwrap_or("?");
-        println!("{:<12} {:>12} {:>10}  {:<24} {result}", o.target, execs, rate, corpus);
+        println!("{:<12} {:>12} {:>10}  {:<14} {result}", o.target, execs, rate, corpus);
         if o.failure.is_some() {
             failed.push(o.target.as_str());
         }
@@ -160,27 +160,34 @@ fn run_one(
     let mut outcome =
         Outcome { target: target.to_string(), executions: None, corpus: None, failure: None };
     let mut artifact = None;
+    // In CI the output is kept and shown only when the target fails.
+    let mut kept = Vec::new();
     if let Some(stderr) = child.stderr.take() {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(v) = line.strip_prefix("stat::number_of_executed_units:") {
                 outcome.executions = v.trim().parse().ok();
             }
-            if line.contains(" DONE ")
-                && let Some(c) = line.split_whitespace().skip_while(|w| *w != "corp:").nth(1)
+            let mut words = line.split_whitespace();
+            if words.nth(1) == Some("DONE")
+                && let Some(c) = words.skip_while(|w| *w != "corp:").nth(1)
             {
-                outcome.corpus = Some(format!("{c} inputs"));
+                outcome.corpus = Some(c.to_string());
             }
             if let Some((_, path)) = line.split_once("Test unit written to ") {
                 artifact = Some(path.trim().to_string());
             }
-            let progress = line.starts_with('#') || line.starts_with("INFO:");
-            if !(ci && progress) {
+            if ci {
+                kept.push(line);
+            } else {
                 eprintln!("{line}");
             }
         }
     }
     let status = child.wait().map_err(|e| format!("cargo fuzz: {e}"))?;
     if !status.success() {
+        for line in &kept {
+            eprintln!("{line}");
+        }
         outcome.failure = Some(match artifact {
             Some(a) => format!("FAILED: {a}"),
             None => format!("FAILED: {status}"),
