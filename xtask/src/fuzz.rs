@@ -3,8 +3,9 @@
 //!
 //! Each target starts from its persistent corpus `core/fuzz/corpus/<target>` (gitignored) plus
 //! the committed seeds `core/fuzz/seeds/<target>`; crashes land in
-//! `core/fuzz/artifacts/<target>`. `--ci` is the CI-sized run: [`CI_SECONDS`] per target from
-//! the seeds alone (a fresh corpus under `core/fuzz/target/ci-corpus`), libFuzzer's output
+//! `core/fuzz/artifacts/<target>`. `--ci` is the CI-sized run: [`CI_SECONDS`] per target (all
+//! but the simulator's `cp_pm4`, which needs the fuzz crate's `sim` feature) from the seeds
+//! alone (a fresh corpus under `core/fuzz/target/ci-corpus`), libFuzzer's output
 //! shown only for a failing target. Targets are built without a sanitizer: `hsakmt-core` forbids `unsafe`, so
 //! AddressSanitizer would only halve the executions.
 
@@ -17,7 +18,11 @@ use crate::{run, workspace_root};
 
 /// Every fuzz target, as named in `core/fuzz/Cargo.toml`.
 pub(crate) const TARGETS: &[&str] =
-    &["topology", "apertures", "event_data", "dmabuf_info", "aql", "sdma"];
+    &["topology", "apertures", "event_data", "dmabuf_info", "aql", "sdma", "cp_pm4"];
+
+/// Targets that need the fuzz crate's `sim` feature (the simulator in process): built only
+/// when selected, and left out of the CI-sized run (they double its build time).
+const SIM_TARGETS: &[&str] = &["cp_pm4"];
 
 /// Seconds per target of the CI-sized run.
 pub(crate) const CI_SECONDS: u64 = 10;
@@ -55,18 +60,19 @@ pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {
             }
         }
     }
+    if ci {
+        return ci_run();
+    }
     if targets.is_empty() {
         targets = TARGETS.iter().map(|t| (*t).to_string()).collect();
     }
-    if ci {
-        seconds = CI_SECONDS;
-    }
-    run_targets(&targets, seconds, ci)
+    run_targets(&targets, seconds, false)
 }
 
-/// The CI step: every target for [`CI_SECONDS`] from its seeds.
+/// The CI step: every target but the simulator's for [`CI_SECONDS`] from its seeds.
 pub(crate) fn ci_run() -> Result<(), String> {
-    let targets: Vec<String> = TARGETS.iter().map(|t| (*t).to_string()).collect();
+    let targets: Vec<String> =
+        TARGETS.iter().filter(|t| !SIM_TARGETS.contains(t)).map(|t| (*t).to_string()).collect();
     run_targets(&targets, CI_SECONDS, true)
 }
 
@@ -91,8 +97,13 @@ fn run_targets(targets: &[String], seconds: u64, ci: bool) -> Result<(), String>
     ensure_nightly()?;
     ensure_cargo_fuzz()?;
     let started = Instant::now();
-    println!("==> building fuzz targets (cargo +nightly fuzz build --sanitizer none)");
-    run(&mut cargo_fuzz(&["build", "--sanitizer", "none"]))?;
+    let sim = targets.iter().any(|t| SIM_TARGETS.contains(&t.as_str()));
+    let features: &[&str] = if sim { &["--features", "sim"] } else { &[] };
+    println!(
+        "==> building fuzz targets (cargo +nightly fuzz build --sanitizer none {})",
+        features.join(" ")
+    );
+    run(cargo_fuzz(&["build", "--sanitizer", "none"]).args(features))?;
     let built = started.elapsed();
     let mut outcomes = Vec::new();
     for t in targets {
@@ -106,7 +117,7 @@ fn run_targets(targets: &[String], seconds: u64, ci: bool) -> Result<(), String>
         };
         std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         let seeds = seeds_root().join(t);
-        outcomes.push(run_one(t, &corpus, &seeds, seconds, ci)?);
+        outcomes.push(run_one(t, features, &corpus, &seeds, seconds, ci)?);
     }
     println!(
         "==> fuzz summary ({} s per target; build {:.0} s, total {:.0} s)",
@@ -141,13 +152,14 @@ fn run_targets(targets: &[String], seconds: u64, ci: bool) -> Result<(), String>
 /// the final statistics out of it.
 fn run_one(
     target: &str,
+    features: &[&str],
     corpus: &Path,
     seeds: &Path,
     seconds: u64,
     ci: bool,
 ) -> Result<Outcome, String> {
-    let mut cmd = cargo_fuzz(&["run", "--sanitizer", "none", target]);
-    cmd.arg(corpus);
+    let mut cmd = cargo_fuzz(&["run", "--sanitizer", "none"]);
+    cmd.args(features).arg(target).arg(corpus);
     if seeds.is_dir() {
         cmd.arg(seeds);
     }

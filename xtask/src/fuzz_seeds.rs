@@ -46,13 +46,14 @@ impl Seed {
 }
 
 pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
-    let sets: [(&str, Seeds); 6] = [
+    let sets: [(&str, Seeds); 7] = [
         ("topology", topology()?),
         ("apertures", apertures()),
         ("event_data", event_data()),
         ("dmabuf_info", dmabuf_info()),
         ("aql", aql()?),
         ("sdma", sdma()?),
+        ("cp_pm4", cp_pm4()),
     ];
     for (target, seeds) in sets {
         let dir = root.join(target);
@@ -404,4 +405,66 @@ fn sdma() -> Result<Seeds, String> {
         .into_iter()
         .map(|(n, s)| (n.to_string(), s.0))
         .collect())
+}
+
+/// The `cp_pm4` target's input: PM4 dwords for a compute queue; the host buffer the target
+/// maps lives at [`CP_BUFFER`].
+fn cp_pm4() -> Seeds {
+    const CP_BUFFER: u64 = 0x7e00_0000_0000;
+    const NOP: u32 = 0x10;
+    const WRITE_DATA: u32 = 0x37;
+    const WAIT_REG_MEM: u32 = 0x3C;
+    const INDIRECT_BUFFER: u32 = 0x3F;
+    const RELEASE_MEM: u32 = 0x49;
+    let header = |op: u32, len: u32| (3 << 30) | ((len - 2) << 16) | (op << 8);
+    let lo = |a: u64| a as u32;
+    let hi = |a: u64| (a >> 32) as u32;
+    let write = |addr: u64, values: &[u32]| {
+        let mut v =
+            vec![header(WRITE_DATA, 4 + values.len() as u32), 5 << 8 | 1 << 20, lo(addr), hi(addr)];
+        v.extend_from_slice(values);
+        v
+    };
+    let ib_at = CP_BUFFER + 0x1000;
+    let mut with_ib = write(ib_at, &[header(NOP, 2), 0, header(NOP, 3), 0, 0]);
+    with_ib.extend([header(INDIRECT_BUFFER, 4), lo(ib_at), hi(ib_at), 5 | 1 << 23]);
+    let release = vec![
+        header(RELEASE_MEM, 8),
+        0,
+        2 << 29 | 2 << 24,
+        lo(CP_BUFFER + 8),
+        hi(CP_BUFFER + 8),
+        7,
+        1,
+        21,
+    ];
+    // Memory poll, equal: buffer[0] & mask == 0 (met) and == 1 (holds the queue).
+    let wait = |reference: u32| {
+        vec![
+            header(WAIT_REG_MEM, 7),
+            1 << 4 | 3,
+            lo(CP_BUFFER),
+            hi(CP_BUFFER),
+            reference,
+            u32::MAX,
+            4,
+        ]
+    };
+    let mut all = write(CP_BUFFER + 16, &[1, 2, 3]);
+    all.extend(wait(0));
+    all.extend(&release);
+    all.push(2 << 30); // type-2 filler
+    all.extend(&with_ib);
+    let seeds = [
+        ("write-data", write(CP_BUFFER, &[0xDEAD_BEEF, 7])),
+        ("indirect-buffer", with_ib),
+        ("release-mem", release),
+        ("wait-met", wait(0)),
+        ("wait-holds", wait(1)),
+        ("mixed", all),
+    ];
+    seeds
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v.iter().flat_map(|d| d.to_le_bytes()).collect()))
+        .collect()
 }
