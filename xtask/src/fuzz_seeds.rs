@@ -1,7 +1,8 @@
 //! `cargo xtask fuzz --write-seeds`: (re)writes the committed seed inputs of the fuzz targets
 //! (`core/fuzz/seeds/<target>/`), a few valid inputs each in the format the target parses —
 //! topology trees from the simulator's captured profiles, realistic aperture replies, event
-//! data, dma-buf replies, and packets built with core's encoders.
+//! data, dma-buf replies, and packets built with core's encoders. Files named `finding-*` (the
+//! inputs of fixed fuzzing findings, kept as regression seeds) are left alone.
 
 use std::path::Path;
 
@@ -57,8 +58,16 @@ pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
     ];
     for (target, seeds) in sets {
         let dir = root.join(target);
-        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Generated seeds are replaced; the inputs of past findings (`finding-*`) stay.
+        for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let keep =
+                path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("finding-"));
+            if !keep {
+                std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
         for (name, bytes) in &seeds {
             let path = dir.join(name);
             std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
