@@ -15,7 +15,7 @@ use hsakmt_core_fuzz::Input;
 use libfuzzer_sys::fuzz_target;
 
 fn node_of(gpu_id: u32) -> Option<u32> {
-    (gpu_id % 3 != 0).then_some(gpu_id % 7)
+    (!gpu_id.is_multiple_of(3)).then_some(gpu_id % 7)
 }
 
 /// Decodes `data` as each type and checks the round trips.

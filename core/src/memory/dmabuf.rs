@@ -82,3 +82,54 @@ impl DmaBufInfo {
         if n < METADATA_SIZE { n } else { METADATA_SIZE }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uapi::{
+        KFD_IOC_ALLOC_MEM_FLAGS_COHERENT, KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT,
+        KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+    };
+
+    fn reply(gpu_id: u32, flags: u32, metadata_size: u32) -> kfd_ioctl_get_dmabuf_info_args {
+        kfd_ioctl_get_dmabuf_info_args {
+            size: 5000,
+            metadata_size,
+            gpu_id,
+            flags,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn unknown_gpu_is_refused() {
+        let e = DmaBufInfo::from_kernel(&reply(9, 0, 0), |_| None);
+        assert_eq!(e, Err(Error::UnknownGpu { gpu_id: 9 }));
+    }
+
+    #[test]
+    fn flags_follow_libhsakmt_and_are_coarse_grained() {
+        let node = |_| Some(3);
+        let ro = DmaBufInfo::from_kernel(&reply(1, 0, 0), node).unwrap();
+        assert_eq!(ro.flags, MemFlags::READ_ONLY | MemFlags::COARSE_GRAIN);
+        let all = KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+            | KFD_IOC_ALLOC_MEM_FLAGS_EXT_COHERENT
+            | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+        let rw = DmaBufInfo::from_kernel(&reply(1, all, 0), node).unwrap();
+        assert_eq!(
+            rw.flags,
+            MemFlags::COARSE_GRAIN | MemFlags::EXTENDED_COHERENT | MemFlags::HOST_ACCESS
+        );
+        assert_eq!((rw.node, rw.size, rw.va_size), (3, 5000, 5000));
+    }
+
+    #[test]
+    fn metadata_length_is_bounded_by_the_buffer() {
+        let node = |_| Some(0);
+        assert_eq!(DmaBufInfo::from_kernel(&reply(1, 0, 0), node).unwrap().metadata_len(), 0);
+        assert_eq!(DmaBufInfo::from_kernel(&reply(1, 0, 40), node).unwrap().metadata_len(), 40);
+        let big = DmaBufInfo::from_kernel(&reply(1, 0, u32::MAX), node).unwrap();
+        assert_eq!((big.metadata_size, big.metadata_len()), (u32::MAX, METADATA_SIZE));
+    }
+}
