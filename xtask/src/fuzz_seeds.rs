@@ -416,10 +416,12 @@ fn sdma() -> Result<Seeds, String> {
         .collect())
 }
 
+/// Where the `cp_pm4` target maps its host buffer.
+const CP_BUFFER: u64 = 0x7e00_0000_0000;
+
 /// The `cp_pm4` target's input: PM4 dwords for a compute queue; the host buffer the target
 /// maps lives at [`CP_BUFFER`].
 fn cp_pm4() -> Seeds {
-    const CP_BUFFER: u64 = 0x7e00_0000_0000;
     const NOP: u32 = 0x10;
     const WRITE_DATA: u32 = 0x37;
     const WAIT_REG_MEM: u32 = 0x3C;
