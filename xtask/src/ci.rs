@@ -4,8 +4,8 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, lints, tests, the uapi layout check, the no-libc image test and the doc
-/// build.
+/// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the no-libc image
+/// test and the doc build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     step(
@@ -70,6 +70,8 @@ pub(crate) fn ci() -> Result<(), String> {
     )?;
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
+    println!("==> fuzz (CI-sized: {} s per target, from the seeds)", crate::fuzz::CI_SECONDS);
+    crate::fuzz::ci_run()?;
     println!("==> uapi-check");
     crate::uapi_check::run(&[])?;
     println!("==> image-test (no-libc static image against every simulator profile)");

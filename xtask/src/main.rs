@@ -4,6 +4,7 @@
 mod ci;
 mod elf;
 mod fuzz;
+mod fuzz_seeds;
 mod image_test;
 mod size;
 mod uapi_check;
@@ -15,8 +16,10 @@ const USAGE: &str = "usage: cargo xtask <command> [args]
 commands:
   ci           the whole test suite: fmt, clippy -D warnings, tests, uapi-check, docs
   bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
-  fuzz [TARGET...] [--seconds N]
-               run cargo-fuzz targets (nightly; targets: topology)
+  fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
+               run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
+               nightly; targets: topology apertures event_data dmabuf_info aql sdma cp_pm4);
+               --write-seeds regenerates core/fuzz/seeds
   size [--json] build the no-libc image and the static `hsakmt`, report their sizes and the
                topology snapshot's (goals: image <= 128 KiB, hsakmt <= 2 MiB)
   image-test   build the image and run it against every simulator profile

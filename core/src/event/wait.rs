@@ -180,15 +180,24 @@ impl<const N: usize> WaitSet<N> {
     /// Fills the kernel entry of position `i` for event `id` of type `event_type`; ages are
     /// passed only when `ages` (the kernel has them).
     ///
+    /// This and [`WaitSet::kernel_mut`] and [`WaitSet::finish`] are the steps of one wait
+    /// ([`Kfd::wait_events`](crate::device::Kfd::wait_events) takes them around
+    /// `AMDKFD_IOC_WAIT_EVENTS`); they are public for callers that run the ioctl themselves and
+    /// for tests of the decoding.
+    ///
     /// # Errors
-    /// [`Error::NoEventAge`] when an age was given but cannot be tracked.
-    pub(crate) fn bind(
+    /// [`Error::WaitSetFull`] when `i` is not a position of the set; [`Error::NoEventAge`] when
+    /// an age was given but cannot be tracked.
+    pub fn bind(
         &mut self,
         i: usize,
         id: u32,
         event_type: EventType,
         ages: bool,
     ) -> Result<(), Error> {
+        if i >= self.len {
+            return Err(Error::WaitSetFull);
+        }
         let (Some(e), Some(k)) = (self.entries.get_mut(i), self.kernel.get_mut(i)) else {
             return Err(Error::WaitSetFull);
         };
@@ -206,15 +215,17 @@ impl<const N: usize> WaitSet<N> {
         Ok(())
     }
 
-    /// The kernel array for the bound events.
-    pub(crate) fn kernel_mut(&mut self) -> &mut [kfd_event_data] {
+    /// The kernel's `kfd_event_data` array for the bound events: what `WAIT_EVENTS` reads and
+    /// copies back.
+    pub fn kernel_mut(&mut self) -> &mut [kfd_event_data] {
         let len = self.len.min(N);
         self.kernel.get_mut(..len).unwrap_or_default()
     }
 
-    /// Records how the wait ended and works out, from what the kernel copied back, which events
-    /// fired and their data.
-    pub(crate) fn finish(
+    /// Records how the wait ended and works out, from what the kernel copied back into
+    /// [`WaitSet::kernel_mut`] (any bytes: the kernel's reply is not trusted), which events
+    /// fired and their data, mapping GPUs to nodes with `node_of`.
+    pub fn finish(
         &mut self,
         mode: WaitMode,
         result: WaitResult,

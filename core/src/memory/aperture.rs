@@ -11,7 +11,9 @@
 //! - pure helpers that compute the SVM layout ([`SvmLayout`], [`svm_bounds`], [`svm_window`]),
 //!   the handle window ([`mem_handle_window`]) and the per-device constants;
 //! - [`choose_placement`]: which aperture and memory kind an `hsaKmtAllocMemoryAlign` request
-//!   goes to.
+//!   goes to;
+//! - the steps from the kernel's `GET_PROCESS_APERTURES_NEW` reply to the SVM apertures
+//!   ([`reported_gpus`], [`SvmPlan`], [`reservation_attempts`], [`accept_reservation`]).
 //!
 //! # The two SVM modes
 //! libhsakmt (`init_svm_apertures`) distinguishes:
@@ -80,7 +82,12 @@
 
 use super::objects::MemoryKind;
 use super::va::{VaAllocator, VaBlock, VaSlot};
+
+mod process;
 use super::{Error, GPU_HUGE_PAGE_SIZE, MemFlags, PAGE_SIZE, Violation, align_up};
+pub use process::{
+    GpuApertures, SvmGpu, SvmPlan, accept_reservation, reported_gpus, reservation_attempts,
+};
 
 /// Guard pages after each allocation unless `HSA_SVM_GUARD_PAGES` says otherwise.
 pub const DEFAULT_GUARD_PAGES: u32 = 1;
@@ -698,12 +705,20 @@ pub enum SvmWindow {
 /// `limit + 1` down to 2 MiB; slab mode when `limit ≥ 2^47 − 1` and `reserve_svm` is false;
 /// otherwise the limit is clamped to [`SVM_RESERVATION_LIMIT`].
 ///
+/// A limit below 2 MiB − 1 leaves no window (libhsakmt's unsigned arithmetic wraps it to
+/// 2^64 − 1, the whole address space).
+///
 /// # Errors
 /// [`Error::OutOfSpace`] when no window remains ("No SVM range compatible with all GPU and
 /// software constraints").
 pub fn svm_window(bounds: SvmBounds, reserve_svm: bool) -> Result<SvmWindow, Error> {
     let base = align_up(bounds.base, GPU_HUGE_PAGE_SIZE).ok_or(Error::SizeOverflow)?;
-    let limit = (bounds.limit.wrapping_add(1) & !(GPU_HUGE_PAGE_SIZE - 1)).wrapping_sub(1);
+    // `limit + 1` rounded down to 2 MiB, in 65 bits so that a limit of 2^64 − 1 stays whole.
+    let end = (u128::from(bounds.limit) + 1) & !u128::from(GPU_HUGE_PAGE_SIZE - 1);
+    let Some(limit) = end.checked_sub(1) else {
+        return Err(Error::OutOfSpace { needed: SVM_MIN_VM_SIZE });
+    };
+    let limit = u64::try_from(limit).unwrap_or(u64::MAX);
     if limit >= NON_CANONICAL_START - 1 && !reserve_svm && base < limit {
         return Ok(SvmWindow::Slabs { base, limit });
     }
@@ -827,16 +842,25 @@ impl SvmLayout {
 ///
 /// libhsakmt stores `limit = base + 2^47` (one byte more); here the window is exactly
 /// [`MEM_HANDLE_APERTURE_SIZE`] bytes.
+///
+/// libhsakmt tries the candidates one by one (up to 2^17 of them, each against every
+/// aperture); here a clash skips every candidate that starts inside the clashing aperture,
+/// which gives the same window in at most one step per aperture.
 #[must_use]
 pub fn mem_handle_window(occupied: &[(u64, u64)]) -> Option<(u64, u64)> {
     let mut base = NON_CANONICAL_START;
     while base < NON_CANONICAL_END - 1 {
         let limit = base + (MEM_HANDLE_APERTURE_SIZE - 1);
-        let clash = occupied.iter().any(|&(b, l)| b != 0 && b <= limit && base <= l);
-        if !clash {
-            return Some((base, limit));
-        }
-        base = base.checked_add(MEM_HANDLE_APERTURE_SIZE)?;
+        // Every later candidate starting at or before the end of a clashing aperture clashes
+        // with it too (the aperture starts before this window ends).
+        let clash_end = occupied
+            .iter()
+            .filter(|&&(b, l)| b != 0 && b <= limit && base <= l)
+            .map(|&(_, l)| l)
+            .max();
+        let Some(end) = clash_end else { return Some((base, limit)) };
+        let skip = ((end - base) / MEM_HANDLE_APERTURE_SIZE).checked_add(1)?;
+        base = base.checked_add(skip.checked_mul(MEM_HANDLE_APERTURE_SIZE)?)?;
     }
     None
 }

@@ -22,6 +22,7 @@
 //!   ids).
 //! - [`kfd_flags`]: libhsakmt's translation of `HsaMemFlags` into `KFD_IOC_ALLOC_MEM_FLAGS_*`.
 //! - [`svm`]: typed shared-virtual-memory attributes.
+//! - [`dmabuf`]: the kernel's description of a dma-buf to import, decoded.
 //!
 //! The operations that combine these with ioctls — allocate, free, map, register, export,
 //! query — are methods of [`Kfd`](crate::device::Kfd) (see [`crate::device`]).
@@ -78,6 +79,7 @@ use crate::error::{self, ErrorKind};
 pub(crate) mod avl;
 
 pub mod aperture;
+pub mod dmabuf;
 mod flags;
 pub mod kfd_flags;
 mod nodeset;

@@ -545,7 +545,9 @@ impl SdmaPacket {
     }
 
     /// Decodes the packet starting at `dw[0]`. Returns the packet and its length in dwords. A
-    /// NOP's payload dwords are not inspected (they need not be present in `dw`).
+    /// NOP's payload dwords are not inspected (they need not be present in `dw`). The decoder
+    /// is strict: a decoded packet re-encodes ([`SdmaPacket::encode`]) to the dwords it came
+    /// from (a NOP: to its header).
     ///
     /// # Errors
     /// [`SdmaError::Truncated`] when `dw` ends early, [`SdmaError::UnknownOpcode`],
@@ -575,6 +577,10 @@ impl SdmaPacket {
                 let d: [u32; 5] = take(dw)?;
                 reserved(h & 0x3FFF_0000 != 0 || h >> 30 != FILLSIZE_DWORD, 0)?;
                 reserved(d[4] >> 22 != 0, 4)?;
+                // A dword fill covers whole dwords: the count (`bytes − 1`) ends in 0b11.
+                if d[4] & 3 != 3 {
+                    return Err(SdmaError::InvalidSize);
+                }
                 SdmaPacket::ConstantFill {
                     dst: join(d[1], d[2]),
                     data: d[3],
@@ -879,6 +885,10 @@ impl<M: SharedMemory> SdmaConsumer<M> {
     /// On a decode error the read pointer stays where it is (a real engine would raise an
     /// illegal-command interrupt and stop); the caller decides what happens next.
     ///
+    /// Both pointers live in memory the process can write, so any values are handled: the
+    /// positions are taken modulo 2^64 (like the write pointer's distance from the read
+    /// pointer), and a write pointer behind the read pointer reads as far ahead.
+    ///
     /// # Errors
     /// The [`SdmaPacket::decode`] errors; [`SdmaError::Truncated`] when a packet extends
     /// past the write pointer or the ring end.
@@ -892,7 +902,8 @@ impl<M: SharedMemory> SdmaConsumer<M> {
         let mut buf = [0u32; MAX_PACKET_DWORDS];
         let n = (avail as usize).min(MAX_PACKET_DWORDS);
         for (i, b) in buf.iter_mut().take(n).enumerate() {
-            *b = self.geo.dword(rptr + 4 * i as u64).map_or(0, |d| d.load(Ordering::Relaxed));
+            let at = rptr.wrapping_add(4 * i as u64);
+            *b = self.geo.dword(at).map_or(0, |d| d.load(Ordering::Relaxed));
         }
         let (p, len) = match SdmaPacket::decode(self.limits, buf.get(..n).unwrap_or_default()) {
             Ok(x) => x,
@@ -902,7 +913,7 @@ impl<M: SharedMemory> SdmaConsumer<M> {
             return Some(Err(SdmaError::Truncated));
         }
         if let Some(r) = self.geo.rptr() {
-            r.store(rptr + 4 * len as u64, Ordering::Release);
+            r.store(rptr.wrapping_add(4 * len as u64), Ordering::Release);
         }
         Some(Ok(p))
     }
@@ -1046,6 +1057,25 @@ mod tests {
         );
     }
 
+    /// Fuzzing finding (target `sdma`): a read pointer near 2^64 (the pointers live in
+    /// process-writable memory) overflowed `rptr + 4 · i` while the consumer fetched the
+    /// packet, a debug-build panic. Positions now wrap.
+    #[test]
+    fn consumer_survives_a_read_pointer_at_the_end_of_the_u64_range() {
+        let (mut r, c, _db) = ring(256);
+        assert_eq!(r.try_submit([SdmaPacket::Trap { int_ctx: 1 }]), Ok(8));
+        let rptr = u64::MAX - 3; // the ring's last dword, then wrapping to byte 0
+        let ring_mem = &r.geo.mem;
+        ring_mem.pointers.u64s()[1].store(rptr, Ordering::Relaxed);
+        ring_mem.pointers.u64s()[2].store(rptr.wrapping_add(12), Ordering::Relaxed);
+        ring_mem.ring.u32s()[63].store(0, Ordering::Relaxed); // a 1-dword NOP
+        assert_eq!(c.pop(), Some(Ok(SdmaPacket::Nop { dwords: 1 })));
+        assert_eq!(c.rptr(), 0);
+        assert_eq!(c.pop(), Some(Ok(SdmaPacket::Trap { int_ctx: 1 })));
+        assert_eq!(c.rptr(), 8);
+        assert_eq!(c.pop(), None);
+    }
+
     #[test]
     fn decoder_rejects() {
         let l = SdmaLimits::COUNT22;
@@ -1068,6 +1098,26 @@ mod tests {
             SdmaPacket::decode(l, &[8, 0, 0, 0, 0, 0]),
             Err(SdmaError::ReservedNonZero { dword: 0 })
         );
+    }
+
+    /// Fuzzing finding (target `sdma`): a `CONSTANT_FILL` whose count (`bytes − 1`) was not
+    /// one less than a multiple of 4 decoded as a fill of the next whole dword count, so the
+    /// packet did not re-encode to its dwords (count 0, "1 byte", decoded as 4 bytes). Such a
+    /// count is refused, as the encoder never writes one.
+    #[test]
+    fn fill_count_must_cover_whole_dwords() {
+        let l = SdmaLimits::COUNT22;
+        let fill = |count: u32| [0x8000_000B, 0x1000, 0, 0x124, count];
+        for count in [0, 1, 2, 4, 0x3F_FFFC] {
+            assert_eq!(SdmaPacket::decode(l, &fill(count)), Err(SdmaError::InvalidSize));
+        }
+        for (count, bytes) in [(3, 4), (7, 8), (0x3F_FFFF, 1 << 22)] {
+            let p = SdmaPacket::ConstantFill { dst: 0x1000, data: 0x124, bytes };
+            assert_eq!(SdmaPacket::decode(l, &fill(count)), Ok((p, 5)));
+            let mut out = [0u32; 5];
+            assert_eq!(p.encode(l, &mut out), Ok(5));
+            assert_eq!(out, fill(count));
+        }
     }
 
     fn packet() -> impl Strategy<Value = SdmaPacket> {

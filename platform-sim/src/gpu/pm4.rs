@@ -83,6 +83,10 @@ fn packet(
     match op {
         PM4_NOP => {}
         PM4_WRITE_DATA => {
+            // Header, control and the address come before the data.
+            if len < 4 {
+                return Err((EC_QUEUE_PACKET_RESERVED, None));
+            }
             let control = get(1)?;
             let dst_sel = (control >> 8) & 0xF;
             let one_addr = control & (1 << 16) != 0;
@@ -91,7 +95,7 @@ fn packet(
             }
             let dst = addr(2, 3)?;
             for i in 0..len - 4 {
-                let at = if one_addr { dst } else { dst + 4 * i };
+                let at = if one_addr { dst } else { dst.wrapping_add(4 * i) };
                 let r = mem_u32(q, cp, at)?;
                 if let Some(w) = r.u32s().first() {
                     w.store(get(4 + i)?, Ordering::Release);
@@ -225,10 +229,12 @@ pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u
         if r == w {
             return (quiet(n, Step::Idle), n);
         }
-        let dw = |i: u64| words.get(((r + i) % size) as usize).map(|d| d.load(Ordering::Relaxed));
+        let dw = |i: u64| {
+            words.get((r.wrapping_add(i) % size) as usize).map(|d| d.load(Ordering::Relaxed))
+        };
         match packet(q, cp, &dw, w.wrapping_sub(r), 0) {
             Ok(Exec::Done(len)) => {
-                rptr.store(r + len, Ordering::Release);
+                rptr.store(r.wrapping_add(len), Ordering::Release);
                 n += 1;
             }
             Ok(Exec::Blocked) => return (quiet(n, Step::Blocked), n),

@@ -160,7 +160,7 @@ pub(crate) fn run(
                 return (Step::Progress, n);
             }
         }
-        rptr.store(r + 4 * len as u64, Ordering::Release);
+        rptr.store(r.wrapping_add(4 * len as u64), Ordering::Release);
         n += 1;
     }
     (Step::Progress, n)

@@ -178,6 +178,45 @@ fn pm4_release_mem_wait_and_ib() {
     m.stop(0);
 }
 
+/// Fuzzing finding (target `cp_pm4`): a `WRITE_DATA` whose count leaves no room for its
+/// control and address dwords (count 0 or 1) underflowed `len − 4` — a panic of the
+/// simulator (debug builds), reachable by any PM4 queue user. It is a malformed packet now.
+/// Pointers near 2^64 wrap instead of overflowing.
+#[test]
+fn pm4_short_write_data_is_malformed() {
+    use hsakmt_core::uapi::EC_QUEUE_PACKET_RESERVED;
+    for count in [0u32, 1] {
+        let (m, vm, _events) = model();
+        let ring = host(&vm, 4096);
+        let ptrs = host(&vm, 4096);
+        let q = queue(QueueKind::Pm4, &ring, &ptrs);
+        m.start(q.clone());
+        // WRITE_DATA (dst_sel 5) with `count`, followed by what would be its address.
+        let packet = [(3 << 30) | (count << 16) | (super::pm4::PM4_WRITE_DATA << 8), 5 << 8, 0, 0];
+        for (i, v) in packet.iter().enumerate() {
+            ring.u32s()[i].store(*v, Ordering::Relaxed);
+        }
+        ptrs.u64s()[7].store(u64::from(count) + 2, Ordering::Release);
+        m.run_until_idle();
+        assert_eq!(q.fault().unwrap().exception, EC_QUEUE_PACKET_RESERVED, "count {count}");
+        m.stop(0);
+    }
+    // A read pointer at the end of the u64 range: the NOP there is consumed, the pointer wraps.
+    let (m, vm, _events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let q = queue(QueueKind::Pm4, &ring, &ptrs);
+    ptrs.u64s()[16].store(u64::MAX - 1, Ordering::Relaxed);
+    ring.u32s()[1022].store((3 << 30) | (PM4_NOP << 8), Ordering::Relaxed);
+    ring.u32s()[1023].store(0, Ordering::Relaxed);
+    ptrs.u64s()[7].store(0, Ordering::Release);
+    m.start(q.clone());
+    m.run_until_idle();
+    assert!(q.fault().is_none());
+    assert_eq!(ptrs.u64s()[16].load(Ordering::Acquire), 0);
+    m.stop(0);
+}
+
 /// AQL: barrier-OR completes when any dependency reaches 0; a PM4-IB vendor packet runs its
 /// buffer; an agent dispatch is unsupported on a GPU queue; doorbells bound the fetch.
 #[test]

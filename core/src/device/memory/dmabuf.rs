@@ -2,9 +2,9 @@
 //! `hsaKmtRegisterGraphicsHandleToNodes` (libhsakmt `hsakmt_fmm_export_dma_buf_fd`,
 //! `hsakmt_fmm_register_graphics_handle`).
 
-use crate::memory::kfd_flags::mem_flags_from_alloc;
+use crate::memory::dmabuf::{DmaBufInfo, METADATA_SIZE};
 use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind, MemoryObject};
-use crate::memory::{self, MemFlags, NodeSet};
+use crate::memory::{self, NodeSet};
 use crate::platform::{Ioctl, Platform};
 use crate::uapi::{
     kfd_ioctl_export_dmabuf_args, kfd_ioctl_get_dmabuf_info_args, kfd_ioctl_import_dmabuf_args,
@@ -17,11 +17,7 @@ use super::{Error, Kfd};
 /// `O_CLOEXEC`, the flags libhsakmt gives exported descriptors.
 const O_CLOEXEC: u32 = 0o2_000_000;
 
-/// Alignment of imported buffers' addresses (libhsakmt's `IMAGE_ALIGN`).
-pub const IMAGE_ALIGN: u64 = 256 << 10;
-
-/// Metadata bytes read from an imported buffer (libhsakmt's `GRAPHICS_METADATA_DEFAULT_SIZE`).
-const METADATA_SIZE: usize = 64;
+pub use crate::memory::dmabuf::IMAGE_ALIGN;
 
 /// An exported dma-buf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,11 +107,9 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let mut metadata = [0u8; METADATA_SIZE];
         let mut info = kfd_ioctl_get_dmabuf_info_args { dmabuf_fd: fd, ..Default::default() };
         self.raw_ioctl(&mut Ioctl::GetDmabufInfo { args: &mut info, metadata: &mut metadata })?;
-        let (va, node) = {
+        let (va, info) = {
             let mut st = self.memory.lock();
-            let node = st
-                .node_of_gpu(info.gpu_id)
-                .ok_or(memory::Error::UnknownGpu { gpu_id: info.gpu_id })?;
+            let info = DmaBufInfo::from_kernel(&info, |gpu| st.node_of_gpu(gpu))?;
             let id = if registered.is_empty() { ApertureId::Handles } else { ApertureId::Default };
             let ready = match id {
                 ApertureId::Handles => st.handles_ready,
@@ -125,8 +119,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 return Err(memory::Error::NotSupported.into());
             }
             st.promise_slot()?;
-            match st.allocate_va(id, info.size, Some(IMAGE_ALIGN), None) {
-                Ok(a) => ((id, a), node),
+            match st.allocate_va(id, info.va_size, Some(IMAGE_ALIGN), None) {
+                Ok(a) => ((id, a), info),
                 Err(e) => {
                     st.keep_promise();
                     return Err(e.into());
@@ -151,8 +145,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             va.1.addr,
             va.1.size,
             MemoryKind::ImportedDmaBuf,
-            mem_flags_from_alloc(info.flags) | MemFlags::COARSE_GRAIN,
-            node,
+            info.flags,
+            info.node,
             payload,
         )
         .with_kfd_handles(KfdHandles::single(args.handle));
@@ -163,7 +157,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             Ok(handle) => Ok(ImportedBuffer {
                 addr: va.1.addr,
                 size: va.1.size,
-                node,
+                node: info.node,
                 handle,
                 metadata_size: info.metadata_size,
             }),

@@ -9,9 +9,8 @@
 //! coherent SVM aperture), and the `NoAddress` handle window is placed.
 
 use crate::memory::aperture::{
-    ApertureConfig, ApertureKind, ReportedAperture, SVM_MIN_VM_SIZE, SVM_RESERVATION_LIMIT,
-    SvmLayout, SvmWindow, guard_pages_from_env, is_canonical, mem_handle_window,
-    svm_alignment_order, svm_bounds, svm_needed, svm_window,
+    ApertureConfig, ApertureKind, SVM_MIN_VM_SIZE, SvmGpu, SvmLayout, SvmPlan, accept_reservation,
+    guard_pages_from_env, mem_handle_window, reported_gpus, reservation_attempts, svm_needed,
 };
 use crate::memory::{self, GPU_HUGE_PAGE_SIZE as HUGE, PAGE_SIZE};
 use crate::platform::{Ioctl, Platform};
@@ -209,7 +208,6 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             args: &mut args,
             apertures: &mut apertures,
         })?;
-        let reported = (args.num_of_nodes as usize).min(MAX_NODES);
         let mut acquire = [(0u32, 0u32); MAX_NODES];
         let mut acquire_count = 0;
         {
@@ -219,31 +217,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                     n.render_fd = fd;
                 }
             }
-            for a in apertures.iter().take(reported) {
+            for a in reported_gpus(&apertures, args.num_of_nodes) {
                 let Some(node) = st.nodes.iter().position(|n| n.is_gpu() && n.gpu_id == a.gpu_id)
                 else {
                     continue;
                 };
                 let node = node as u32;
                 let Some(n) = st.nodes.get_mut(node as usize) else { continue };
-                n.lds = ReportedAperture {
-                    kind: ApertureKind::Lds { node },
-                    base: a.lds_base,
-                    limit: a.lds_limit,
-                };
-                n.scratch = ReportedAperture {
-                    kind: ApertureKind::Scratch { node },
-                    base: a.scratch_base,
-                    limit: a.scratch_limit,
-                };
-                n.gpuvm = ReportedAperture {
-                    kind: ApertureKind::GpuVm { node },
-                    base: a.gpuvm_base,
-                    limit: a.gpuvm_limit,
-                };
+                [n.lds, n.scratch, n.gpuvm] = a.reported(node);
                 // Old APUs with a non-canonical GPUVM aperture would need a private aperture
                 // per GPU; this library does not manage those (their device memory is refused).
-                n.svm &= is_canonical(a.gpuvm_limit);
+                n.svm &= a.svm_capable();
                 let fd = n.render_fd;
                 let _ = st.gpus.insert(node);
                 if let Some(slot) = acquire.get_mut(acquire_count) {
@@ -262,31 +246,29 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// The SVM apertures (`init_svm_apertures`), reusing address space kept from an earlier
     /// session.
     fn init_svm(&self) -> Result<(), Error> {
-        let (bounds, settings, all_gfx950) = {
+        let plan = {
             let st = self.memory.lock();
             let gpus = st.gpus.iter().filter_map(|n| st.nodes.get(n as usize));
-            let bounds =
-                svm_bounds(gpus.clone().map(|i| (i.gpuvm.base, i.gpuvm.limit, i.device_id)));
-            let all_gfx950 = gpus.clone().count() > 0 && gpus.clone().all(|i| i.gfx950);
-            (bounds, st.settings, all_gfx950)
+            let gpus = gpus.map(|i| SvmGpu {
+                gpuvm_base: i.gpuvm.base,
+                gpuvm_limit: i.gpuvm.limit,
+                device_id: i.device_id,
+                gfx950: i.gfx950,
+            });
+            SvmPlan::new(gpus, st.settings.reserve_svm, st.settings.max_va_align)?
         };
-        let Some(bounds) = bounds else { return Ok(()) };
-        let order = svm_alignment_order(all_gfx950, settings.max_va_align);
-        let window = svm_window(bounds, settings.reserve_svm)?;
-        let align = bounds.align.max(PAGE_SIZE);
-        if let SvmWindow::Slabs { base, limit } = window {
-            if align <= PAGE_SIZE {
-                let have = self.memory.lock().init_slabs(base, limit, align, order)?;
-                if have || self.grow_slabs(SLAB_SIZE, None).is_ok() {
-                    return Ok(());
-                }
+        let Some(plan) = plan else { return Ok(()) };
+        if let Some((base, limit)) = plan.slab_window() {
+            let have =
+                self.memory.lock().init_slabs(base, limit, plan.align, plan.alignment_order)?;
+            if have || self.grow_slabs(SLAB_SIZE, None).is_ok() {
+                return Ok(());
             }
             // "Falling back to reserved SVM apertures."
             self.memory.lock().mode = SvmMode::None;
-            return self.init_reserved_window(base, limit.min(SVM_RESERVATION_LIMIT), align);
         }
-        let SvmWindow::Reserve { base, limit } = window else { return Ok(()) };
-        self.init_reserved_window(base, limit, align)
+        let (base, limit) = plan.reserved_window()?;
+        self.init_reserved_window(base, limit, plan.align)
     }
 
     /// Reserved mode over `[base, limit]`: reuse the kept reservation, or reserve the largest
@@ -308,27 +290,18 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     }
 
     fn reserve_svm(&self, base: u64, limit: u64) -> Result<(u64, u64), Error> {
-        let mut len = limit - base + 1;
-        while len >= SVM_MIN_VM_SIZE {
-            let size = len & !(PAGE_SIZE - 1);
-            if let Ok(got) = self.platform.reserve_va(Some(base), size, HUGE) {
-                let half = got.saturating_add((len + 1) >> 1).saturating_sub(1);
-                let min_end = got.saturating_add(SVM_MIN_VM_SIZE - 1);
-                if half <= limit && min_end <= limit {
-                    let end = got.saturating_add(size - 1);
-                    let size = if end > limit {
-                        // Trim the tail that is not GPU addressable.
-                        let _ = self.platform.release_va(limit + 1, end - limit);
-                        limit + 1 - got
-                    } else {
-                        size
-                    };
-                    self.memory.lock().remember_reservation(got, size);
-                    return Ok((got, size));
-                }
+        for (len, size) in reservation_attempts(base, limit) {
+            let Ok(got) = self.platform.reserve_va(Some(base), size, HUGE) else { continue };
+            let Some(kept) = accept_reservation(base, limit, len, got, size) else {
                 let _ = self.platform.release_va(got, size);
+                continue;
+            };
+            if kept < size {
+                // Trim the tail that is not GPU addressable.
+                let _ = self.platform.release_va(got + kept, size - kept);
             }
-            len = (len + 1) >> 1;
+            self.memory.lock().remember_reservation(got, kept);
+            return Ok((got, kept));
         }
         Err(memory::Error::OutOfSpace { needed: SVM_MIN_VM_SIZE }.into())
     }

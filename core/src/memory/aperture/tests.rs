@@ -207,6 +207,24 @@ fn svm_window_and_bounds() {
     let b = SvmBounds { base: 1 << 41, limit: (1 << 42) - 1, align: P };
     assert!(svm_window(b, false).is_err());
     assert_eq!(svm_bounds([(0, u64::MAX, 0)]), None);
+    // The whole 64-bit space stays whole.
+    let b = SvmBounds { base: 0, limit: u64::MAX, align: P };
+    assert_eq!(svm_window(b, false), Ok(SvmWindow::Slabs { base: 0, limit: u64::MAX }));
+}
+
+/// Fuzzing finding (target `apertures`): a GPU reporting a GPUVM limit below 2 MiB − 1 (e.g.
+/// 0, an unset aperture) made `limit + 1` round down to 0 and `0 − 1` wrap to 2^64 − 1: a slab
+/// window over the whole address space. There is no window.
+#[test]
+fn tiny_gpuvm_limit_leaves_no_window() {
+    for limit in [0, 0x1000, GPU_HUGE_PAGE_SIZE - 2] {
+        let b = svm_bounds([(0, limit, 0x740f)]).unwrap();
+        for reserve in [false, true] {
+            assert_eq!(svm_window(b, reserve), Err(Error::OutOfSpace { needed: SVM_MIN_VM_SIZE }));
+        }
+    }
+    let b = svm_bounds([(0, GPU_HUGE_PAGE_SIZE - 1, 0x740f)]).unwrap();
+    assert_eq!(svm_window(b, false), Ok(SvmWindow::Reserve { base: 0, limit: b.limit }));
 }
 
 #[test]
@@ -218,6 +236,24 @@ fn handle_window_avoids_gpu_apertures() {
     let occupied = [((1 << 47) + P, (1 << 47) + 2 * P), (0, 0)];
     assert_eq!(mem_handle_window(&occupied), Some((1 << 48, (1 << 48) + (1 << 47) - 1)));
     assert_eq!(mem_handle_window(&[(1 << 47, u64::MAX)]), None);
+    // Ranges chained across several candidates.
+    let h = MEM_HANDLE_APERTURE_SIZE;
+    let occupied = [(3 * h, 3 * h), (1 << 47, 2 * h + 5), (5 * h - 1, 5 * h)];
+    assert_eq!(mem_handle_window(&occupied), Some((6 * h, 7 * h - 1)));
+    assert_eq!(handle_window_one_by_one(&occupied), Some((6 * h, 7 * h - 1)));
+}
+
+/// libhsakmt's `init_mem_handle_aperture` loop: every candidate in turn.
+fn handle_window_one_by_one(occupied: &[(u64, u64)]) -> Option<(u64, u64)> {
+    let mut base = NON_CANONICAL_START;
+    while base < NON_CANONICAL_END - 1 {
+        let limit = base + (MEM_HANDLE_APERTURE_SIZE - 1);
+        if !occupied.iter().any(|&(b, l)| b != 0 && b <= limit && base <= l) {
+            return Some((base, limit));
+        }
+        base = base.checked_add(MEM_HANDLE_APERTURE_SIZE)?;
+    }
+    None
 }
 
 #[test]
@@ -377,6 +413,24 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u64..4096, 1u64..8).prop_map(|(page, pages)| Op::Fixed { page, pages }),
         3 => any::<usize>().prop_map(|pick| Op::Release { pick }),
     ]
+}
+
+/// Apertures near the candidate windows' edges, and anywhere.
+fn occupied_range() -> impl Strategy<Value = (u64, u64)> {
+    let h = MEM_HANDLE_APERTURE_SIZE;
+    let edge = (0u64..1 << 17, -2i64..=2).prop_map(move |(k, d)| (k * h).wrapping_add_signed(d));
+    let addr = prop_oneof![edge, any::<u64>()];
+    (addr.clone(), addr)
+}
+
+proptest! {
+    /// The skipping search finds libhsakmt's window.
+    #[test]
+    fn handle_window_matches_the_one_by_one_search(
+        occupied in proptest::collection::vec(occupied_range(), 0..6)
+    ) {
+        prop_assert_eq!(mem_handle_window(&occupied), handle_window_one_by_one(&occupied));
+    }
 }
 
 proptest! {
