@@ -185,6 +185,39 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
     }
 }
 
+/// Dropping the facade ends what it holds in this process: an open device is closed as by its
+/// last [`Kfd::close`] (queues and events destroyed, memory forgotten, `/dev/kfd` closed, the
+/// kernel releasing the buffers), and the address ranges it reserved are given back — unless a
+/// caller still holds a CPU view of its memory, in which case the memory and ranges stay (a view
+/// never outlives its memory). In a forked child nothing of the parent's is touched.
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Drop for Kfd<P, S> {
+    fn drop(&mut self) {
+        match self.session.usability(self.platform.process_id()) {
+            Usability::Forked => return,
+            Usability::Open => {
+                self.teardown_queues();
+                self.teardown_events();
+                let held = self.close_memory().is_err();
+                self.session.reset();
+                self.platform.close();
+                if held {
+                    return;
+                }
+            }
+            Usability::Closed => {}
+        }
+        let st = self.memory.get_mut();
+        if st.shared_mappings() > 0 {
+            return;
+        }
+        st.reset();
+        let count = core::mem::take(&mut st.reservation_count);
+        for &(base, size) in st.reservations.iter().take(count) {
+            let _ = self.platform.release_va(base, size);
+        }
+    }
+}
+
 impl<P: Platform> Kfd<P> {
     /// A closed device over `platform`, with room for [`DEFAULT_MEMORY_OBJECTS`] memory objects
     /// stored inline.
@@ -353,6 +386,19 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         } else {
             Err(Error::NotSupported { feature, needs_minor: minor, kernel })
         }
+    }
+
+    /// Verifies every table of the facade — memory objects and apertures
+    /// ([`Kfd::check_memory_invariants`]), queues ([`Kfd::check_queue_invariants`]) and events
+    /// ([`Kfd::check_event_invariants`]). `O(capacity)`; meant for tests and debug sweeps, at a
+    /// moment no other thread is changing the tables.
+    ///
+    /// # Errors
+    /// The first [`mem::Violation`] found.
+    pub fn check_invariants(&self) -> Result<(), mem::Violation> {
+        self.check_memory_invariants()?;
+        self.check_queue_invariants()?;
+        self.check_event_invariants()
     }
 
     /// Issues an ioctl on an open device, retrying when a signal interrupted it.

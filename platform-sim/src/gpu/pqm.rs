@@ -401,9 +401,18 @@ impl GpuModel {
         Ok(())
     }
 
-    /// `AMDKFD_IOC_DESTROY_QUEUE`.
+    /// `AMDKFD_IOC_DESTROY_QUEUE`. A hung queue cannot be preempted: amdkfd removes it anyway,
+    /// resets the GPU and fails with `ETIME` (`pqm_destroy_queue` carries on after `-ETIME`).
     pub(crate) fn destroy_queue(&self, a: &kfd_ioctl_destroy_queue_args) -> Result<(), Errno> {
-        self.remove(a.queue_id)
+        let hung = self.queue(a.queue_id).filter(|q| q.is_hung()).map(|q| q.gpu_id);
+        self.remove(a.queue_id)?;
+        match hung {
+            Some(gpu_id) => {
+                self.cp.events.gpu_hang(gpu_id);
+                Err(Errno::ETIME)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Destroys every queue (the process released `/dev/kfd`).
@@ -432,6 +441,11 @@ impl GpuModel {
             a.ring_size = KFD_MIN_QUEUE_RING_SIZE;
         }
         let q = self.queue(a.queue_id).ok_or(Errno::EFAULT)?;
+        if q.is_hung() {
+            // The HWS cannot unmap the queue to change it: the preemption times out.
+            self.cp.events.gpu_hang(q.gpu_id);
+            return Err(Errno::ETIME);
+        }
         let size = u64::from(a.ring_size);
         if a.ring_base_address != 0 {
             let pin = self

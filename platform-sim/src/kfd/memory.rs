@@ -150,6 +150,18 @@ pub struct GpuMemoryUsage {
     pub mappings: u32,
 }
 
+/// Memory totals of the emulated device ([`Memory::totals`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MemoryTotals {
+    pub(crate) buffers: usize,
+    pub(crate) mappings: usize,
+    pub(crate) vram_bytes: u64,
+    pub(crate) system_bytes: u64,
+    pub(crate) svm_ranges: usize,
+    pub(crate) scratch_backings: usize,
+    pub(crate) pinned: usize,
+}
+
 /// The memory part of the emulated device.
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
@@ -828,6 +840,24 @@ impl Memory {
             }
         }
         Some(u)
+    }
+
+    /// Totals over every GPU: buffers, buffer mappings, VRAM and system bytes, SVM ranges,
+    /// programmed scratch backings, and buffers pinned by queues.
+    pub(crate) fn totals(&self) -> MemoryTotals {
+        let mut t = MemoryTotals {
+            buffers: self.bos.len(),
+            svm_ranges: self.svm.len(),
+            scratch_backings: self.scratch.len(),
+            ..MemoryTotals::default()
+        };
+        for b in self.bos.values() {
+            t.mappings += b.mapped.len();
+            t.vram_bytes += b.vram_charge;
+            t.system_bytes += b.system_charge;
+            t.pinned += usize::from(b.queue_pins > 0);
+        }
+        t
     }
 
     /// The buffer whose range contains `va`, for the queue model to pin.
