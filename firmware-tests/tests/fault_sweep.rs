@@ -68,8 +68,8 @@ use hsakmt_core::event::{
     CallbackId, EventHandle, EventType, Filter, Notification, Timeout, WaitMode, WaitResult,
     WaitSet,
 };
-use hsakmt_core::memory::svm::SvmAttribute;
 use hsakmt_core::memory::MemFlags;
+use hsakmt_core::memory::svm::SvmAttribute;
 use hsakmt_core::platform::OpenError;
 use hsakmt_core::queue::params::QueuePriority;
 use hsakmt_core::uapi::*;

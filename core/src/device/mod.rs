@@ -164,6 +164,18 @@ impl From<mem::Error> for Error {
     }
 }
 
+/// Compile-time proof that the facade and the KFD driver are `Send + Sync` over every
+/// platform (platforms are `Send + Sync`, and so are their shared-memory views): a change that
+/// breaks it fails to build here rather than in a user's crate.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    #[expect(dead_code, reason = "type-checked by the compiler, never called")]
+    fn facade_and_driver<P: Platform>() {
+        shareable::<Kfd<P>>();
+        shareable::<crate::driver::KfdDriver<P>>();
+    }
+};
+
 /// The KFD device facade over platform `P`, with memory tables in storage `S`.
 pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY_OBJECTS>> {
     platform: P,

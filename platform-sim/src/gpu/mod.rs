@@ -536,9 +536,17 @@ fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
     }
 }
 
-struct Live {
+/// A live queue and its processor thread.
+pub(crate) struct Live {
     q: Arc<SimQueue>,
     worker: Option<JoinHandle<()>>,
+}
+
+impl Live {
+    /// The queue.
+    pub(crate) fn queue(&self) -> &Arc<SimQueue> {
+        &self.q
+    }
 }
 
 /// The simulated GPUs: facts, doorbell routing, live queues, the shared processor state.
@@ -614,11 +622,23 @@ impl GpuModel {
 
     /// Stops a queue: its processor finishes the packet at hand and exits; the doorbell goes
     /// nowhere.
+    #[cfg(test)]
     pub(crate) fn stop(&self, qid: u32) -> Option<Arc<SimQueue>> {
+        self.detach(qid).map(|live| self.halt(live))
+    }
+
+    /// Takes queue `qid` out of the live set and unroutes its doorbell, so its id and doorbell
+    /// index may be reused at once; [`GpuModel::halt`] then stops its processor.
+    pub(crate) fn detach(&self, qid: u32) -> Option<Live> {
         let live = lock(&self.queues).remove(&qid)?;
         if let Some(d) = self.doorbells.get(&live.q.gpu_id) {
             d.set(live.q.doorbell_index, None);
         }
+        Some(live)
+    }
+
+    /// Stops a detached queue's processor (it finishes the packet at hand and exits).
+    pub(crate) fn halt(&self, live: Live) -> Arc<SimQueue> {
         live.q.stop.store(true, Ordering::SeqCst);
         live.q.kick();
         if let Some(w) = live.worker
@@ -626,7 +646,7 @@ impl GpuModel {
         {
             let _ = w.join();
         }
-        Some(live.q)
+        live.q
     }
 
     /// The live queue `qid`.

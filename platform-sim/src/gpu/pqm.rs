@@ -39,7 +39,7 @@ use hsakmt_core::uapi::{
 };
 
 use super::vm::{GPU_PAGE, Pin};
-use super::{GpuModel, QueueKind, Regs, SimQueue, lock};
+use super::{GpuModel, Live, QueueKind, Regs, SimQueue, lock};
 
 /// The kernel's `-ENOTSUPP` (not a userspace errno, but what the ioctl returns).
 pub(crate) const ENOTSUPP: Errno = Errno(524);
@@ -347,7 +347,8 @@ impl GpuModel {
         if let QueueKind::Sdma { engine } = kind {
             *pqm.sdma.entry((f.gpu_id, engine)).or_default() += 1;
         }
-        drop(pqm);
+        // The queue goes live before the lock is dropped: a destroy of its id (the id and the
+        // doorbell index are taken now) must find it.
         let regs = Regs {
             ring_address: a.ring_base_address,
             ring_size: u64::from(a.ring_size),
@@ -366,6 +367,7 @@ impl GpuModel {
             pins,
         );
         self.start(Arc::new(q));
+        drop(pqm);
         a.queue_id = qid;
         a.doorbell_offset = MMAP_TYPE_DOORBELL | (u64::from(f.gpu_id) << MMAP_GPU_ID_SHIFT);
         if f.soc15() {
@@ -374,7 +376,10 @@ impl GpuModel {
         Ok(())
     }
 
-    /// Stops and forgets queue `qid`, releasing its pins and slots.
+    /// Stops and forgets queue `qid`, releasing its pins and slots. The id, the doorbell index
+    /// and the engine slot are released together with taking the queue out of the live set
+    /// (under the process lock), so a concurrent creation reusing them never meets the old
+    /// queue; the processor is stopped after.
     fn remove(&self, qid: u32) -> Result<(), Errno> {
         let mut pqm = lock(&self.pqm);
         let gpu = pqm.qids.remove(&qid).ok_or(Errno::EINVAL)?;
@@ -383,9 +388,8 @@ impl GpuModel {
         if pqm.gws.get(&gpu) == Some(&qid) {
             pqm.gws.remove(&gpu);
         }
-        drop(pqm);
-        if let Some(q) = self.stop(qid) {
-            let mut pqm = lock(&self.pqm);
+        let live = self.detach(qid);
+        if let Some(q) = live.as_ref().map(Live::queue) {
             if let Some(s) = pqm.doorbells.get_mut(&gpu) {
                 s.remove(&q.doorbell_index);
             }
@@ -394,7 +398,10 @@ impl GpuModel {
             {
                 *n = n.saturating_sub(1);
             }
-            drop(pqm);
+        }
+        drop(pqm);
+        if let Some(live) = live {
+            let q = self.halt(live);
             let pins = std::mem::take(&mut *lock(&q.pins));
             self.put_pins(&pins);
         }
