@@ -57,6 +57,7 @@ pub struct SimBuilder {
     hidden_nodes: HashSet<u32>,
     device: DeviceState,
     cp: kfd::CpConfig,
+    stale_pid: bool,
 }
 
 /// How long an idle queue processor keeps polling before it sleeps (threaded mode).
@@ -72,6 +73,7 @@ impl Default for SimBuilder {
             hidden_nodes: HashSet::new(),
             device: DeviceState::Present,
             cp: kfd::CpConfig { mode: CpMode::Threaded, idle_spin: DEFAULT_CP_IDLE_SPIN },
+            stale_pid: false,
         }
     }
 }
@@ -136,6 +138,17 @@ impl SimBuilder {
         self
     }
 
+    /// Gives the platform a process-id cache that a fork does not wipe (a plain cache, or a
+    /// child made by `clone` that skips fork handlers — the case libhsakmt guards against): the
+    /// library then learns of a fork only when the kernel answers `EBADF`, which refreshes the
+    /// cache (as libhsakmt re-reads `getpid` on `EBADF`). The simulated kernel always knows the
+    /// real caller. Default: off (the cache is wiped on fork).
+    #[must_use]
+    pub fn stale_process_id(mut self, stale: bool) -> Self {
+        self.stale_pid = stale;
+        self
+    }
+
     /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
@@ -146,6 +159,7 @@ impl SimBuilder {
             inherit_env: self.inherit_env,
             hidden_nodes: Arc::new(self.hidden_nodes),
             epoch: Instant::now(),
+            stale_pid: self.stale_pid.then(|| Arc::new(std::sync::atomic::AtomicU32::new(0))),
             kfd: Arc::new(kfd::KfdModel::new(
                 &Topology::new(),
                 self.kfd_version,
@@ -185,6 +199,8 @@ pub struct SimPlatform {
     inherit_env: bool,
     hidden_nodes: Arc<HashSet<u32>>,
     epoch: Instant,
+    /// The fork-surviving process-id cache of [`SimBuilder::stale_process_id`].
+    stale_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
     kfd: Arc<kfd::KfdModel>,
 }
 
@@ -648,6 +664,16 @@ impl hsakmt_core::platform::Host for SimPlatform {
     }
 
     fn process_id(&self) -> u32 {
+        if let Some(cache) = &self.stale_pid {
+            return match cache.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => {
+                    let pid = self.kfd.process_id();
+                    cache.store(pid, std::sync::atomic::Ordering::Relaxed);
+                    pid
+                }
+                pid => pid,
+            };
+        }
         self.kfd.process_id()
     }
 

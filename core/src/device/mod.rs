@@ -205,7 +205,11 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Drop for Kfd<P, S> {
     fn drop(&mut self) {
         match self.session.usability(self.platform.process_id()) {
-            Usability::Forked => return,
+            Usability::Forked => {
+                self.platform.close();
+                self.forget_parent_state();
+                return;
+            }
             Usability::Open => {
                 self.teardown_queues();
                 self.teardown_events();
@@ -283,9 +287,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 // The parent's descriptor and mappings are not ours; forget them.
                 self.platform.close();
                 self.session.reset();
-                self.forget_queues();
-                self.forget_memory();
-                self.events.forget();
+                self.forget_parent_state();
             }
             Usability::Closed => {}
         }
@@ -297,6 +299,15 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 Err(e)
             }
         }
+    }
+
+    /// A forked child forgets its parent's queues, memory and events without touching any of
+    /// them (no ioctl, no unmapping: see `forget_parent_memory`); the topology snapshot stays
+    /// valid.
+    fn forget_parent_state(&self) {
+        self.forget_queues();
+        self.forget_parent_memory();
+        self.events.forget();
     }
 
     fn start(&self, pid: u32) -> Result<(), Error> {

@@ -637,6 +637,24 @@ impl GpuModel {
         Some(live)
     }
 
+    /// Forgets every queue of a process this one was forked from: their processor threads do
+    /// not exist here (a fork copies only the calling thread), so nothing is stopped or joined;
+    /// their doorbells go nowhere.
+    pub(crate) fn forget_inherited(&self) {
+        let lives = std::mem::take(&mut *lock(&self.queues));
+        for (_, live) in lives {
+            if let Some(d) = self.doorbells.get(&live.q.gpu_id) {
+                d.set(live.q.doorbell_index, None);
+            }
+            // The pins name buffers of the forgotten process; the handle names a thread that
+            // is not in this process.
+            std::mem::forget(std::mem::take(&mut *lock(&live.q.pins)));
+            std::mem::forget(live.worker);
+        }
+        *lock(&self.pqm) = pqm::Pqm::default();
+        self.cp.vm.set_live_queues(0);
+    }
+
     /// Stops a detached queue's processor (it finishes the packet at hand and exits).
     pub(crate) fn halt(&self, live: Live) -> Arc<SimQueue> {
         live.q.stop.store(true, Ordering::SeqCst);

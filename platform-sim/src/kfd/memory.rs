@@ -220,6 +220,17 @@ impl Memory {
         self.device_maps = maps;
     }
 
+    /// Forgets every buffer of a process this one was forked from: their host memory was
+    /// `MADV_DONTFORK` (it is not in this process), so the mappings are leaked, never unmapped
+    /// or re-reserved — the addresses may belong to something else here by now.
+    pub(crate) fn forget_inherited(&mut self) {
+        for bo in self.bos.values_mut() {
+            std::mem::forget(bo.backing.take());
+            std::mem::forget(bo.user_view.take());
+        }
+        self.reset();
+    }
+
     fn new_handle(&mut self, gpu_id: u32) -> u64 {
         let free = self.idr_free.entry(gpu_id).or_default();
         let idr = match free.pop_first() {

@@ -1186,12 +1186,16 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
     }
 
-    /// Forgets every queue without telling the kernel (a forked child's view of its parent's
-    /// queues, which are not its own; their memory was not inherited).
+    /// Forgets every queue without telling the kernel or touching their memory (a forked
+    /// child's view of its parent's queues, which are not its own; their memory was not
+    /// inherited, so every view of it is leaked rather than dropped — see
+    /// `forget_parent_memory`).
     pub(crate) fn forget_queues(&self) {
         let mut q = self.queues.lock();
-        q.table.drain(drop);
-        q.doorbells.clear();
+        q.table.drain(core::mem::forget);
+        for page in q.doorbells.take_all() {
+            core::mem::forget(page);
+        }
         q.orphans = [None; MAX_ORPHANED_BUFFERS];
     }
 }
