@@ -86,7 +86,8 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
     let healthy = checks.iter().all(|c| c.status != Status::Fail);
     if args.json {
         let doc = serde_json::json!({ "healthy": healthy, "checks": checks });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        crate::output::emit(&format!("{text}\n"));
     } else {
         let mut s = String::new();
         for c in &checks {
@@ -106,7 +107,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
                 "This machine cannot use the GPU yet: fix the FAIL lines above."
             }
         );
-        print!("{s}");
+        crate::output::emit(&s);
     }
     Ok(healthy)
 }

@@ -54,7 +54,7 @@ pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
     } else {
         report(&topo, source.describe())
     };
-    print!("{out}");
+    crate::output::emit(&out);
     Ok(())
 }
 

@@ -25,7 +25,9 @@ use hsakmt_core::error::Errno;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch};
 use hsakmt_core::uapi::IOCTLS;
 use hsakmt_linux::{LinuxPlatform, latency};
-use hsakmt_sim::{IoctlFault, KernelCtx, KernelFault, Profile, SimPlatform, Trigger};
+use hsakmt_sim::{
+    HostDriver, IoctlFault, KernelCtx, KernelFault, KernelRegistry, Profile, SimPlatform, Trigger,
+};
 use serde::Serialize;
 
 use crate::bench::Samples;
@@ -365,7 +367,8 @@ fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
     }
     if !tune {
         out.push(
-            "threads not pinned, not realtime: the simulated device runs on the same CPUs".into(),
+            "threads not pinned, not realtime: the device's engines are threads on these CPUs"
+                .into(),
         );
         return out;
     }
@@ -412,22 +415,33 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), String> {
 fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
     let profile = Profile::embedded(&profile_name).map_err(|e| e.to_string())?;
-    let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
+    // One kernel registry for the simulator and the host driver: the same kernel objects run
+    // on either.
+    let registry_of_kernels = KernelRegistry::new();
+    let sim_kernels = Kernels {
+        step: registry_of_kernels.register("control_step", control_kernel),
+        copy: registry_of_kernels.register("blit_copy", copy_kernel),
+    };
+    let sim = SimPlatform::builder()
+        .profile(profile)
+        .inherit_env(true)
+        .kernels(registry_of_kernels.clone())
+        .build();
     for spec in &args.inject {
         sim.inject(parse_fault(spec)?);
     }
-    let sim_kernels = Kernels {
-        step: sim.register_kernel("control_step", control_kernel),
-        copy: sim.register_kernel("blit_copy", copy_kernel),
-    };
     let kfd = Box::new(KfdDriver::new(DriverKind::Kfd, DriverId(0), LinuxPlatform::new()));
     let simulated = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(1), sim));
+    let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();
     if args.sim.is_none() {
         let _ = registry.detect(&*kfd);
     }
     let _ = registry.detect(&*simulated);
+    if args.sim.is_none() {
+        let _ = registry.detect(&*host);
+    }
     let env = std::env::var(DRIVER_ENV).ok();
     let policy =
         if args.sim.is_some() { Policy::Explicit(DriverKind::Sim) } else { Policy::GpuFirst };
@@ -456,12 +470,8 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
         }
         eprintln!("hsakmt: using {choice}");
     }
-    let kernels = match choice.kind {
-        DriverKind::Sim if driver.capabilities().contains(Capabilities::HOST_KERNELS) => {
-            Some(sim_kernels)
-        }
-        _ => None,
-    };
+    // Registered kernels run where the driver executes host kernels (simulator, host CPU).
+    let kernels = driver.capabilities().contains(Capabilities::HOST_KERNELS).then_some(sim_kernels);
 
     // Agents that execute kernel dispatch packets.
     let agents: Vec<_> = (0..driver.agent_count())
@@ -495,15 +505,13 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     }
     let used = &agents[..wanted];
     if !args.json {
-        let cpus = (0..driver.agent_count())
-            .filter_map(|i| driver.agent(i))
-            .filter(|a| a.kind == AgentKind::Cpu)
-            .count();
+        let all: Vec<_> = (0..driver.agent_count()).filter_map(|i| driver.agent(i)).collect();
+        let cpus = all.iter().filter(|a| a.kind == AgentKind::Cpu).count();
         eprintln!(
             "hsakmt: {} agents ({} CPU, {} GPU); running on {}:",
-            driver.agent_count(),
+            all.len(),
             cpus,
-            agents.len(),
+            all.len() - cpus,
             used.len()
         );
         for a in used {
@@ -525,6 +533,9 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     let controls = latency_controls(used.len(), tune);
     let result = run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
     let shutdown = driver.shutdown();
+    for (_, other) in registry.drivers() {
+        let _ = other.shutdown();
+    }
     let (latencies, verified, elapsed, rt) = result?;
     shutdown.map_err(|e| format!("shutting the driver down: {e}"))?;
     let mut controls = controls;
@@ -552,7 +563,8 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
         latency_controls: controls,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        crate::output::emit(&format!("{text}\n"));
     } else {
         print_report(&report);
     }
@@ -653,19 +665,27 @@ fn run_loop(
 }
 
 fn print_report(r: &Report) {
+    use std::fmt::Write as _;
+    let mut s = String::new();
     let us = |ns: f64| format!("{:.1} us", ns / 1000.0);
-    println!("hsakmt run: {} iterations on {} ({})", r.iterations, r.platform, r.driver);
-    println!("  agents      {}", r.agents.join(", "));
-    println!("  compute     {}", r.compute);
-    println!(
+    let _ = writeln!(s, "hsakmt run: {} iterations on {} ({})", r.iterations, r.platform, r.driver);
+    let _ = writeln!(s, "  agents      {}", r.agents.join(", "));
+    let _ = writeln!(s, "  compute     {}", r.compute);
+    let _ = writeln!(
+        s,
         "  latency     p50 {}  p99 {}  max {}",
         us(r.latency_ns.p50),
         us(r.latency_ns.p99),
         us(r.latency_ns.max)
     );
-    println!("  throughput  {:.0} iterations/s", r.throughput_per_s);
-    println!("  verified    {}", if r.verified { "every result checked out" } else { "FAILED" });
+    let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
+    let _ = writeln!(
+        s,
+        "  verified    {}",
+        if r.verified { "every result checked out" } else { "FAILED" }
+    );
     for c in &r.latency_controls {
-        println!("  latency     {c}");
+        let _ = writeln!(s, "  latency     {c}");
     }
+    crate::output::emit(&s);
 }

@@ -104,3 +104,18 @@ fn failures_exit_non_zero_with_a_clear_message() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("HSAKMT_DRIVER must be one of"));
 }
+
+#[test]
+fn the_host_driver_runs_the_same_loop() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hsakmt"))
+        .args(["run", "--iterations", "200", "--json"])
+        .env("HSAKMT_DRIVER", "host")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["driver"], "host");
+    assert_eq!(doc["platform"], "host CPU");
+    assert_eq!(doc["compute"], "registered kernel");
+    assert_eq!(doc["verified"], true);
+}

@@ -8,7 +8,7 @@ use hsakmt_core::memory::MemFlags;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::{Signal, SignalInit};
 use hsakmt_core::topology::NodeKind;
-use hsakmt_sim::{SimMapping, SimPlatform};
+use hsakmt_sim::{KernelRegistry, SimMapping, SimPlatform};
 
 /// A buffer from the memory API, with its CPU view.
 #[derive(Debug)]
@@ -143,4 +143,19 @@ pub fn wait_until(
         assert!(start.elapsed() < timeout, "timed out waiting for {what}");
         std::thread::yield_now();
     }
+}
+
+/// Registers `vadd` — `c[i] = a[i] + b[i]` over u32s, kernargs `[a, b, c]` — in `kernels`
+/// (a simulator's [`SimPlatform::kernels`] or a host driver's registry: one helper serves
+/// both); returns its kernel-object address.
+pub fn register_vadd(kernels: &KernelRegistry) -> u64 {
+    kernels.register("vadd", |ctx| {
+        let (a, b, c) = (ctx.kernarg_u64(0)?, ctx.kernarg_u64(1)?, ctx.kernarg_u64(2)?);
+        for [x, _, _] in ctx.work_items() {
+            let off = 4 * u64::from(x);
+            let v = ctx.load_u32(a + off)?.wrapping_add(ctx.load_u32(b + off)?);
+            ctx.store_u32(c + off, v)?;
+        }
+        Ok(())
+    })
 }

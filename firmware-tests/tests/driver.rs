@@ -168,7 +168,19 @@ fn registry_detects_reports_and_chooses() {
         // Performance first with one usable driver.
         let (c, _) = reg.choose(Policy::PerformanceFirst, None).unwrap();
         assert!(matches!(c.reason, Reason::Performance { .. }));
-        // Agents by callback carry the driver's registry id.
+        // System properties of the MI308X box ("ALASKA", generation 33).
+        let sys = simulated.system();
+        assert_eq!((sys.agents, sys.generation, sys.platform_rev), (34, Some(33), Some(2)));
+        assert_eq!(sys.platform_id, Some(71_791_775_140_929));
+        // Agents by iterator and by callback.
+        assert_eq!(hsakmt_core::driver::agents(&*simulated).count(), 34);
+        let mut seen = 0;
+        let all = hsakmt_core::driver::for_each_agent(&*simulated, |_| {
+            seen += 1;
+            seen < 3
+        });
+        assert_eq!((all, seen), (false, 3), "the callback stops the iteration");
+        // Agents by callback through the registry carry the driver's registry id.
         let mut gpus = 0;
         reg.for_each_agent(|d, a| {
             assert_eq!(d, id);

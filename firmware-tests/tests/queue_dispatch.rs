@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, wait_until};
+use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, register_vadd, wait_until};
 use firmware_tests::with_big_stack;
 use hsakmt_core::device::Kfd;
 use hsakmt_core::device::queue::{QueueDesc, QueueType};
@@ -21,24 +21,11 @@ fn open(mode: CpMode) -> Box<Kfd<SimPlatform>> {
     kfd
 }
 
-/// `c[i] = a[i] + b[i]` over 4096 u32s, kernargs `[a, b, c]`.
-fn register_vadd(sim: &SimPlatform) -> u64 {
-    sim.register_kernel("vadd", |ctx| {
-        let (a, b, c) = (ctx.kernarg_u64(0)?, ctx.kernarg_u64(1)?, ctx.kernarg_u64(2)?);
-        for [x, _, _] in ctx.work_items() {
-            let off = 4 * u64::from(x);
-            let v = ctx.load_u32(a + off)?.wrapping_add(ctx.load_u32(b + off)?);
-            ctx.store_u32(c + off, v)?;
-        }
-        Ok(())
-    })
-}
-
 fn vadd_runs(mode: CpMode) {
     let kfd = open(mode);
     let sim = kfd.platform();
     let node = gpu_nodes(&kfd)[0];
-    let kernel = register_vadd(sim);
+    let kernel = register_vadd(&sim.kernels());
     let n = 4096u64;
     let data = host_buffer(&kfd, 3 * 4 * n);
     for i in 0..n as usize {

@@ -12,10 +12,16 @@
 //! signals and raises events; faults put the queue into error with the kernel's exception code
 //! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
 //! queues only in [`SimPlatform::run_until_idle`], deterministically.
+//!
+//! The same command processor also runs the host-CPU driver, [`HostDriver`]: a
+//! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
+//! over host memory, so code written against the simulator's GPUs — host kernels in a
+//! [`KernelRegistry`], which both can share — runs on the CPU unchanged.
 #![deny(missing_docs)]
 
 mod fault;
 mod gpu;
+mod host;
 mod kfd;
 mod mapping;
 mod profile;
@@ -30,12 +36,15 @@ use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, Reset
 use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
 
 pub use fault::{IoctlFault, Trigger};
-pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault};
+pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault, KernelRegistry};
 pub use gpu::pm4::{
     PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
 pub use gpu::{CpMode, QueueFault, QueueState};
+pub use host::{
+    HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
+};
 pub use kfd::memory::{DMABUF_FD_BASE, DOORBELL_SLICE, GpuMemoryUsage};
 pub use kfd::{DeviceState, FALLBACK_VRAM, RENDER_FD_BASE};
 pub use mapping::SimMapping;
@@ -56,7 +65,7 @@ pub struct SimBuilder {
     inherit_env: bool,
     hidden_nodes: HashSet<u32>,
     device: DeviceState,
-    cp: kfd::CpConfig,
+    cp: gpu::CpConfig,
     stale_pid: bool,
 }
 
@@ -72,7 +81,7 @@ impl Default for SimBuilder {
             inherit_env: false,
             hidden_nodes: HashSet::new(),
             device: DeviceState::Present,
-            cp: kfd::CpConfig { mode: CpMode::Threaded, idle_spin: DEFAULT_CP_IDLE_SPIN },
+            cp: gpu::CpConfig::new(CpMode::Threaded, DEFAULT_CP_IDLE_SPIN),
             stale_pid: false,
         }
     }
@@ -149,6 +158,15 @@ impl SimBuilder {
         self
     }
 
+    /// Runs dispatches with the host kernels of `kernels` (default: a registry of its own).
+    /// Share one registry with a [`HostDriver`] and a kernel registered once has the same
+    /// kernel-object address on both.
+    #[must_use]
+    pub fn kernels(mut self, kernels: KernelRegistry) -> Self {
+        self.cp.kernels = kernels;
+        self
+    }
+
     /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
@@ -164,7 +182,7 @@ impl SimBuilder {
                 &Topology::new(),
                 self.kfd_version,
                 DeviceState::Absent,
-                self.cp,
+                self.cp.clone(),
             )),
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
@@ -282,20 +300,20 @@ impl SimPlatform {
         name: &str,
         kernel: impl Fn(&KernelCtx<'_>) -> Result<(), KernelFault> + Send + Sync + 'static,
     ) -> u64 {
-        self.kfd
-            .gpu
-            .cp
-            .kernels
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .register(name, Arc::new(kernel))
+        self.kfd.gpu.cp.kernels.register(name, kernel)
     }
 
     /// The name a kernel-object address was registered under.
     #[must_use]
     pub fn kernel_name(&self, kernel_object: u64) -> Option<String> {
-        let k = self.kfd.gpu.cp.kernels.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        k.name(kernel_object).map(str::to_string)
+        self.kfd.gpu.cp.kernels.name(kernel_object)
+    }
+
+    /// The registry dispatches run kernels from (a handle: registering through it is
+    /// [`SimPlatform::register_kernel`]).
+    #[must_use]
+    pub fn kernels(&self) -> KernelRegistry {
+        self.kfd.gpu.cp.kernels.clone()
     }
 
     /// Runs every queue until none can make progress (blocked barriers and polls, empty or

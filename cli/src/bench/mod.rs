@@ -111,7 +111,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     }
     if args.json {
         let doc = serde_json::json!({ "results": rows });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        crate::output::emit(&format!("{text}\n"));
     } else {
         print_table(&rows);
     }
@@ -119,7 +120,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
 }
 
 fn print_table(rows: &[Row]) {
-    println!(
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
         "{:<44} {:>12} {:>12} {:>12} {:>18} {:>7}  goal",
         "benchmark", "p50", "p99", "max", "reference p50", "ratio"
     );
@@ -130,7 +134,8 @@ fn print_table(rows: &[Row]) {
             "ns" => format!("{v:.0} ns"),
             unit => format!("{v:.3e} {unit}"),
         };
-        println!(
+        let _ = writeln!(
+            s,
             "{:<44} {:>12} {:>12} {:>12} {:>18} {:>7}  {}",
             r.name,
             fmt(r.p50),
@@ -141,4 +146,5 @@ fn print_table(rows: &[Row]) {
             r.goal.as_deref().unwrap_or("")
         );
     }
+    crate::output::emit(&s);
 }

@@ -245,6 +245,62 @@ impl From<QueueError> for DriverError {
 /// The regions of one agent.
 pub type Regions = heapless::Vec<RegionInfo, MAX_REGIONS>;
 
+/// System-wide properties (libhsakmt's `HsaSystemProperties`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SystemInfo {
+    /// Agents the driver exposes.
+    pub agents: u32,
+    /// The platform's ACPI OEM table id (`platform_oem`), when known.
+    pub platform_oem: Option<u64>,
+    /// The platform's OEM id (`platform_id`), when known.
+    pub platform_id: Option<u64>,
+    /// The OEM revision (`platform_rev`), when known.
+    pub platform_rev: Option<u64>,
+    /// The topology generation the agents were built from, when known.
+    pub generation: Option<u32>,
+}
+
+/// Iterator over a driver's agents (see [`agents`]).
+#[derive(Clone)]
+pub struct Agents<'a> {
+    driver: &'a dyn Driver,
+    next: usize,
+}
+
+impl core::fmt::Debug for Agents<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agents").field("next", &self.next).finish_non_exhaustive()
+    }
+}
+
+impl Iterator for Agents<'_> {
+    type Item = AgentInfo;
+
+    fn next(&mut self) -> Option<AgentInfo> {
+        while self.next < self.driver.agent_count() {
+            let i = self.next;
+            self.next += 1;
+            if let Some(a) = self.driver.agent(i) {
+                return Some(a);
+            }
+        }
+        None
+    }
+}
+
+/// The agents of `driver`, by iterator.
+#[must_use]
+pub fn agents(driver: &dyn Driver) -> Agents<'_> {
+    Agents { driver, next: 0 }
+}
+
+/// Calls `f` for every agent of `driver` until it returns `false` (HSA's
+/// `hsa_iterate_agents`); returns whether every agent was visited.
+pub fn for_each_agent(driver: &dyn Driver, mut f: impl FnMut(&AgentInfo) -> bool) -> bool {
+    agents(driver).all(|a| f(&a))
+}
+
 /// A device driver as a runtime sees it.
 ///
 /// Every method takes `&self`: drivers are shared between threads and synchronise internally.
@@ -281,6 +337,9 @@ pub trait Driver: Send + Sync {
     /// # Errors
     /// [`DriverError::InvalidAgent`].
     fn regions(&self, agent: AgentId) -> Result<Regions, DriverError>;
+
+    /// System-wide properties.
+    fn system(&self) -> SystemInfo;
 
     /// GPU-to-GPU links in the topology (for the performance policy).
     fn peer_links(&self) -> u32;

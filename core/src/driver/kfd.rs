@@ -19,7 +19,7 @@ use super::agent::{
 };
 use super::api::{
     Buffer, Capabilities, ClockCounters, Driver, DriverError, EventId, QueueId, QueueParams,
-    Regions, SignalId, Waited,
+    Regions, SignalId, SystemInfo, Waited,
 };
 use super::policy::DriverKind;
 use super::pool::SubAllocator;
@@ -40,7 +40,7 @@ use crate::queue::aql::PacketWords;
 use crate::queue::params::QueuePriority;
 use crate::queue::sdma::{PollFunc, SdmaPacket};
 use crate::queue::signal::{Mailbox, Signal, SignalInit, VALUE_OFFSET};
-use crate::topology::{IoLinkType, NodeKind};
+use crate::topology::{IoLinkType, NodeKind, SystemKey};
 
 /// Most agents a driver exposes (the topology's node capacity).
 pub const MAX_AGENTS: usize = crate::topology::DEFAULT_NODES;
@@ -528,6 +528,22 @@ where
         self.kfd
             .with_topology(|t| t.node_by_user_id(node).map(|n| regions_of(&info, &n)))?
             .ok_or(DriverError::InvalidAgent(agent))
+    }
+
+    fn system(&self) -> SystemInfo {
+        let agents = u32::try_from(self.agent_count()).unwrap_or(u32::MAX);
+        self.kfd
+            .with_topology(|t| {
+                let p = t.system_properties();
+                SystemInfo {
+                    agents,
+                    platform_oem: p.get(SystemKey::PlatformOem),
+                    platform_id: p.get(SystemKey::PlatformId),
+                    platform_rev: p.get(SystemKey::PlatformRev),
+                    generation: t.generation_id(),
+                }
+            })
+            .unwrap_or(SystemInfo { agents, ..SystemInfo::default() })
     }
 
     fn peer_links(&self) -> u32 {

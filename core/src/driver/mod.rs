@@ -22,8 +22,9 @@ pub use agent::{
     regions_of,
 };
 pub use api::{
-    Buffer, Capabilities, ClockCounters, Driver, DriverError, EventId, Producers,
-    QueueErrorCallback, QueueId, QueueParams, Regions, SignalId, Waited,
+    Agents, Buffer, Capabilities, ClockCounters, Driver, DriverError, EventId, Producers,
+    QueueErrorCallback, QueueId, QueueParams, Regions, SignalId, SystemInfo, Waited, agents,
+    for_each_agent,
 };
 pub use kfd::KfdDriver;
 pub use policy::{Choice, DriverKind, DriverSummary, Policy, PolicyError, Reason, choose};

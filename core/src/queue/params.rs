@@ -41,41 +41,7 @@ pub const PAGE_SIZE: u64 = 4096;
 /// Size of `struct kfd_context_save_area_header` / `HsaUserContextSaveAreaHeader`.
 pub const CONTEXT_SAVE_AREA_HEADER_SIZE: usize = 40;
 
-/// A gfx IP version, as the topology reports it (`gfx_target_version` = MMmmss decimal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct GfxVersion {
-    /// Major (e.g. 9 for gfx942).
-    pub major: u8,
-    /// Minor (4 for gfx942).
-    pub minor: u8,
-    /// Stepping (2 for gfx942; gfx90a has 10).
-    pub stepping: u8,
-}
-
-impl GfxVersion {
-    /// A version from its parts.
-    #[must_use]
-    pub const fn new(major: u8, minor: u8, stepping: u8) -> Self {
-        GfxVersion { major, minor, stepping }
-    }
-
-    /// From the sysfs `gfx_target_version` (decimal `major * 10000 + minor * 100 + stepping`).
-    #[must_use]
-    pub const fn from_target_version(v: u32) -> Self {
-        GfxVersion {
-            major: ((v / 10000) % 100) as u8,
-            minor: ((v / 100) % 100) as u8,
-            stepping: (v % 100) as u8,
-        }
-    }
-
-    /// libhsakmt's packed form `major << 16 | minor << 8 | stepping`, used for comparisons.
-    #[must_use]
-    pub const fn packed(self) -> u32 {
-        ((self.major as u32) << 16) | ((self.minor as u32) << 8) | self.stepping as u32
-    }
-}
+pub use crate::topology::GfxVersion;
 
 const GFX_CARRIZO: u32 = 0x08_0001;
 const GFX_TONGA: u32 = 0x08_0002;
@@ -324,7 +290,7 @@ pub fn default_cu_mask(cu_count: u32, out: &mut [u32]) -> Result<u32, QueueParam
 /// Bytes per doorbell: 8 on gfx9+ (SOC15), else 4.
 #[must_use]
 pub const fn doorbell_size(gfx: GfxVersion) -> u32 {
-    if gfx.packed() >= GFX_VEGA10 { 8 } else { 4 }
+    if gfx.full() >= GFX_VEGA10 { 8 } else { 4 }
 }
 
 /// Bytes of the doorbell page to map: 1024 doorbells, at least one host page.
@@ -354,7 +320,7 @@ pub const fn doorbell_location(
     kfd_doorbell_offset: u64,
     queue_id: u32,
 ) -> DoorbellLocation {
-    if gfx.packed() >= GFX_VEGA10 {
+    if gfx.full() >= GFX_VEGA10 {
         let mask = DOORBELLS_PER_PAGE * doorbell_size(gfx) as u64 - 1;
         DoorbellLocation {
             mmap_offset: kfd_doorbell_offset & !mask,
@@ -374,7 +340,7 @@ pub const fn doorbell_location(
 /// ignores; this returns 0.)
 #[must_use]
 pub const fn eop_buffer_size(gfx: GfxVersion, kind: QueueKind) -> u32 {
-    let v = gfx.packed();
+    let v = gfx.full();
     if !kind.is_compute() {
         0
     } else if v == GFX_TONGA {
@@ -512,7 +478,7 @@ const fn sgpr_size_per_cu(v: u32) -> Option<u64> {
 pub const fn context_save_sizes(
     node: &QueueNodeFacts,
 ) -> Result<Option<ContextSaveSizes>, QueueParamError> {
-    let v = node.gfx.packed();
+    let v = node.gfx.full();
     if v < GFX_CARRIZO || node.simd_count == 0 || node.simd_per_cu == 0 {
         return Ok(None);
     }
@@ -720,9 +686,9 @@ mod tests {
 
     #[test]
     fn doorbells_and_eop() {
-        let g942 = GfxVersion::from_target_version(90402);
+        let g942 = GfxVersion::from_target_version(90402).unwrap();
         assert_eq!(g942, GfxVersion::new(9, 4, 2));
-        assert_eq!(g942.packed(), 0x09_0402);
+        assert_eq!(g942.full(), 0x09_0402);
         assert_eq!(doorbell_size(g942), 8);
         assert_eq!(doorbell_page_size(g942), 8192);
         let g803 = GfxVersion::new(8, 0, 3);

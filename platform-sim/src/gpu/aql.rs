@@ -152,12 +152,8 @@ pub(crate) fn dispatch(
     if k.group_segment_size > MAX_GROUP_SEGMENT {
         return Err((EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID, None));
     }
-    let kernel = cp
-        .kernels
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(k.kernel_object)
-        .ok_or((EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, None))?;
+    let kernel =
+        cp.kernels.get(k.kernel_object).ok_or((EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, None))?;
     let groups = [0, 1, 2].map(|d| k.grid_size[d].div_ceil(wg[d].max(1)));
     let mut ctx = KernelCtx {
         workgroup_id: [0; 3],
@@ -212,6 +208,9 @@ fn execute(q: &SimQueue, cp: &Cp, p: &AqlPacket, index: u64) -> Outcome {
         AqlPacket::BarrierAnd(b) => barrier(q, cp, b, true),
         AqlPacket::BarrierOr(b) => barrier(q, cp, b, false),
         AqlPacket::AgentDispatch(_) => Outcome::Fault(EC_QUEUE_PACKET_UNSUPPORTED, None),
+        AqlPacket::Pm4IndirectBuffer(_) if !cp.vendor_packets => {
+            Outcome::Fault(EC_QUEUE_PACKET_VENDOR_UNSUPPORTED, None)
+        }
         AqlPacket::Pm4IndirectBuffer(ib) => {
             match super::pm4::run_ib(q, cp, ib.ib_address, ib.ib_size_dwords) {
                 Ok(super::pm4::IbOutcome::Done) => Outcome::Done,
@@ -240,7 +239,7 @@ pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u
     };
     let mut n = 0u64;
     let quiet = |n: u64, s: Step| if n > 0 { Step::Progress } else { s };
-    while (n as usize) < budget {
+    while (n as usize) < budget && !q.stopping() {
         let index = cons.read_index();
         if q.aql_limit().wrapping_sub(index) as i64 <= 0 {
             return (quiet(n, Step::Idle), n);

@@ -1,6 +1,8 @@
-//! Host kernels: Rust functions registered on the simulator that stand in for GPU code objects.
+//! Host kernels: Rust functions registered on the simulator (or the host-CPU driver) that
+//! stand in for GPU code objects.
 //!
-//! [`SimPlatform::register_kernel`](crate::SimPlatform::register_kernel) returns a
+//! [`KernelRegistry::register`] (and [`SimPlatform::register_kernel`](crate::SimPlatform::register_kernel),
+//! [`HostDriver::register_kernel`](crate::HostDriver::register_kernel)) returns a
 //! *kernel-object address* to put in an AQL kernel-dispatch packet's `kernel_object` field.
 //! The command processor runs the function once per work-group of the dispatch with a
 //! [`KernelCtx`]: the grid and work-group geometry, the work-group's id, the kernarg address,
@@ -10,8 +12,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use hsakmt_core::platform::SharedMemory;
 
@@ -206,31 +208,73 @@ pub(crate) type HostKernel = Arc<dyn Fn(&KernelCtx<'_>) -> Result<(), KernelFaul
 
 /// The registry: kernel-object address → (name, function).
 #[derive(Default)]
-pub(crate) struct Kernels {
+struct Kernels {
     by_address: HashMap<u64, (String, HostKernel)>,
 }
 
-impl fmt::Debug for Kernels {
+/// Host kernels by kernel-object address, shared by everything that executes them: the
+/// simulator's command processors ([`SimPlatform::register_kernel`](crate::SimPlatform::register_kernel))
+/// and the host-CPU driver ([`HostDriver`](crate::HostDriver)).
+///
+/// Clones are handles to one registry, so one registration serves every platform and driver
+/// built over the same registry ([`SimBuilder::kernels`](crate::SimBuilder::kernels),
+/// [`HostDriver::with_kernels`](crate::HostDriver::with_kernels)), with the same
+/// kernel-object address everywhere.
+#[derive(Clone, Default)]
+pub struct KernelRegistry(Arc<RwLock<Kernels>>);
+
+impl fmt::Debug for KernelRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.by_address.iter().map(|(a, (n, _))| (a, n))).finish()
+        let k = self.read();
+        f.debug_map().entries(k.by_address.iter().map(|(a, (n, _))| (a, n))).finish()
     }
 }
 
-impl Kernels {
-    /// Registers `kernel`; returns its kernel-object address.
-    pub(crate) fn register(&mut self, name: &str, kernel: HostKernel) -> u64 {
-        let address = KERNEL_OBJECT_BASE + KERNEL_OBJECT_STRIDE * self.by_address.len() as u64;
-        self.by_address.insert(address, (name.to_string(), kernel));
+impl KernelRegistry {
+    /// An empty registry.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Kernels> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers `kernel` under `name`; returns its kernel-object address (what an AQL
+    /// kernel-dispatch packet carries in `kernel_object`). The packet processor calls `kernel`
+    /// once per work-group of each dispatch.
+    pub fn register(
+        &self,
+        name: &str,
+        kernel: impl Fn(&KernelCtx<'_>) -> Result<(), KernelFault> + Send + Sync + 'static,
+    ) -> u64 {
+        let mut k = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let address = KERNEL_OBJECT_BASE + KERNEL_OBJECT_STRIDE * k.by_address.len() as u64;
+        k.by_address.insert(address, (name.to_string(), Arc::new(kernel)));
         address
     }
 
     /// The kernel at `address`.
     pub(crate) fn get(&self, address: u64) -> Option<HostKernel> {
-        self.by_address.get(&address).map(|(_, k)| k.clone())
+        self.read().by_address.get(&address).map(|(_, k)| k.clone())
     }
 
-    /// The name of the kernel at `address`.
-    pub(crate) fn name(&self, address: u64) -> Option<&str> {
-        self.by_address.get(&address).map(|(n, _)| n.as_str())
+    /// The name the kernel at `address` was registered under.
+    #[must_use]
+    pub fn name(&self, address: u64) -> Option<String> {
+        self.read().by_address.get(&address).map(|(n, _)| n.clone())
+    }
+
+    /// How many kernels are registered.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.read().by_address.len()
+    }
+
+    /// Whether no kernel is registered.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }

@@ -42,7 +42,7 @@ use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
 
 use crate::mapping::DoorbellSink;
-use kernel::Kernels;
+use kernel::KernelRegistry;
 use vm::{GpuVm, Pin};
 
 pub(crate) use pqm::GpuFacts;
@@ -59,6 +59,27 @@ pub enum CpMode {
     Threaded,
     /// No threads: work happens in [`SimPlatform::run_until_idle`](crate::SimPlatform::run_until_idle).
     Step,
+}
+
+/// How the command processors of a [`GpuModel`] run and what they execute.
+#[derive(Debug, Clone)]
+pub(crate) struct CpConfig {
+    /// Threads or steps.
+    pub(crate) mode: CpMode,
+    /// How long an idle processor polls before it sleeps (threaded mode).
+    pub(crate) idle_spin: Duration,
+    /// The host kernels dispatches run.
+    pub(crate) kernels: KernelRegistry,
+    /// Whether AQL vendor-specific packets (PM4 indirect buffers) execute; without them they
+    /// stop the queue with `EC_QUEUE_PACKET_VENDOR_UNSUPPORTED` (host CPU agents).
+    pub(crate) vendor_packets: bool,
+}
+
+impl CpConfig {
+    /// A GPU's processors: `mode`, `idle_spin`, a fresh registry, vendor packets on.
+    pub(crate) fn new(mode: CpMode, idle_spin: Duration) -> Self {
+        CpConfig { mode, idle_spin, kernels: KernelRegistry::new(), vendor_packets: true }
+    }
 }
 
 /// Why a queue stopped with an error, as the kernel would report it.
@@ -158,16 +179,33 @@ impl EventHooks for RecordedEvents {
     }
 }
 
-/// Counts completions; blocked queues wait on it.
+/// How long a sleep until `deadline` (`None`: never) may last: `None` once it passed, at most
+/// a second (sleepers re-check their condition at least that often).
+pub(crate) fn time_left(deadline: Option<Instant>) -> Option<Duration> {
+    let most = Duration::from_secs(1);
+    match deadline {
+        None => Some(most),
+        Some(d) => {
+            d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()).map(|l| l.min(most))
+        }
+    }
+}
+
+/// Counts completions; blocked queues (and the host driver's signal waiters) wait on it.
 #[derive(Debug, Default)]
-struct Progress {
+pub(crate) struct Progress {
     generation: Mutex<u64>,
     cv: Condvar,
     waiters: std::sync::atomic::AtomicUsize,
 }
 
 impl Progress {
-    fn bump(&self) {
+    /// Announces a change (a completion, a signal store) to whoever waits.
+    pub(crate) fn bump(&self) {
+        // Orders the change being announced before the check for waiters, against
+        // `wait_until`, which registers before it checks its condition: one of the two sees
+        // the other, so no wake-up is lost.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
             *lock(&self.generation) += 1;
             self.cv.notify_all();
@@ -181,6 +219,29 @@ impl Progress {
         let _ = self.cv.wait_timeout_while(g, timeout, |g| *g == seen);
         self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
+
+    /// Sleeps until `done` holds (checked at every [`Progress::bump`]) or `deadline` passes
+    /// (`None`: never); returns whether `done` held. Changes that make `done` true must be
+    /// announced with [`Progress::bump`] after they are made.
+    pub(crate) fn wait_until(
+        &self,
+        mut done: impl FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let mut g = lock(&self.generation);
+        let met = loop {
+            if done() {
+                break true;
+            }
+            let Some(left) = time_left(deadline) else { break false };
+            g = self.cv.wait_timeout(g, left).unwrap_or_else(PoisonError::into_inner).0;
+        };
+        drop(g);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        met
+    }
 }
 
 /// What every queue processor shares.
@@ -188,10 +249,11 @@ impl Progress {
 pub(crate) struct Cp {
     pub(crate) vm: Arc<dyn GpuVm>,
     pub(crate) events: Arc<dyn EventHooks>,
-    pub(crate) kernels: RwLock<Kernels>,
-    progress: Progress,
+    pub(crate) kernels: KernelRegistry,
+    pub(crate) progress: Progress,
     mode: CpMode,
     idle_spin: Duration,
+    pub(crate) vendor_packets: bool,
 }
 
 impl Cp {
@@ -402,6 +464,11 @@ impl SimQueue {
         }
     }
 
+    /// Whether the queue is being stopped (its processor ends after the packet at hand).
+    pub(crate) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
     /// The AQL doorbell limit (one past the last announced index).
     pub(crate) fn aql_limit(&self) -> u64 {
         self.doorbell.load(Ordering::Acquire)
@@ -573,8 +640,7 @@ impl GpuModel {
         gpus: Vec<GpuFacts>,
         vm: Arc<dyn GpuVm>,
         events: Arc<dyn EventHooks>,
-        mode: CpMode,
-        idle_spin: Duration,
+        config: CpConfig,
     ) -> Self {
         let doorbells =
             gpus.iter().map(|g| (g.gpu_id, Arc::new(Doorbells::new(g.doorbell_size)))).collect();
@@ -582,10 +648,11 @@ impl GpuModel {
             cp: Arc::new(Cp {
                 vm,
                 events,
-                kernels: RwLock::new(Kernels::default()),
+                kernels: config.kernels,
                 progress: Progress::default(),
-                mode,
-                idle_spin,
+                mode: config.mode,
+                idle_spin: config.idle_spin,
+                vendor_packets: config.vendor_packets,
             }),
             gpus,
             doorbells,
@@ -622,7 +689,6 @@ impl GpuModel {
 
     /// Stops a queue: its processor finishes the packet at hand and exits; the doorbell goes
     /// nowhere.
-    #[cfg(test)]
     pub(crate) fn stop(&self, qid: u32) -> Option<Arc<SimQueue>> {
         self.detach(qid).map(|live| self.halt(live))
     }

@@ -78,6 +78,26 @@ const fn align(v: u64, a: u64) -> u64 {
 }
 
 impl GpuFacts {
+    /// A device with nothing but doorbells (`doorbell_size` bytes each): the host driver's
+    /// CPU agents, whose queues need the command processor and no GPU resources.
+    pub(crate) fn doorbells_only(gpu_id: u32, doorbell_size: u64) -> Self {
+        GpuFacts {
+            gpu_id,
+            gfx_target: 0,
+            num_xcc: 1,
+            sdma_engines: 0,
+            xgmi_engines: 0,
+            sdma_queues_per_engine: 0,
+            gws: 0,
+            eop_size: 0,
+            ctl_stack_size: 0,
+            cwsr_size: 0,
+            debug_memory_size: 0,
+            max_queues: 0,
+            doorbell_size,
+        }
+    }
+
     /// The facts of every accessible GPU node of `topology`, with the context-save sizes
     /// computed as `kfd_queue_ctx_save_restore_size` does (or taken from the node's sysfs
     /// `cwsr_size` / `ctl_stack_size` when it prints them).

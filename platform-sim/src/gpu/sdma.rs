@@ -124,8 +124,8 @@ pub(crate) fn run(
     let (Some(rptr), Some(wptr)) = (rptr.u64s().first(), wptr.u64s().first()) else {
         return (Step::Idle, 0);
     };
-    let limits = hsakmt_core::queue::params::GfxVersion::from_target_version(q.gfx_target);
-    let limits = SdmaLimits::for_gfx(limits.major, limits.minor, limits.stepping)
+    let limits = hsakmt_core::queue::params::GfxVersion::from_target_version(q.gfx_target)
+        .and_then(|g| SdmaLimits::for_gfx(g.major, g.minor, g.stepping).ok())
         .unwrap_or(SdmaLimits::COUNT22);
     let size = regs.ring_size;
     let words = ring.u32s();

@@ -92,7 +92,8 @@ fn model() -> (GpuModel, Arc<HostVm>, Arc<RecordedEvents>) {
         max_queues: 255,
         doorbell_size: 8,
     };
-    let m = GpuModel::new(vec![facts], vm.clone(), events.clone(), CpMode::Step, Duration::ZERO);
+    let config = CpConfig::new(CpMode::Step, Duration::ZERO);
+    let m = GpuModel::new(vec![facts], vm.clone(), events.clone(), config);
     (m, vm, events)
 }
 

@@ -6,13 +6,10 @@
 //! clone of its mapping — which keeps the memory alive while the command processor uses it.
 //! An address that resolves to nothing is what a GPU page fault is.
 
-#[cfg(test)]
 use std::collections::BTreeMap;
 use std::fmt;
-#[cfg(test)]
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU32, AtomicU64};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::SharedMemory;
@@ -179,27 +176,61 @@ impl GpuVm for BoVm {
 /// GPU page size of the checks (`AMDGPU_GPU_PAGE_SIZE`).
 pub(crate) const GPU_PAGE: u64 = 4096;
 
-#[cfg(test)]
 #[derive(Debug)]
 struct Region {
     mapping: LinuxMapping,
     pins: u32,
+    /// Memory the application owns (registered): checked to be mapped at every access.
+    borrowed: bool,
 }
 
-/// A stand-alone memory model for unit tests: every recorded host mapping is a buffer mapped
-/// on every GPU.
-#[cfg(test)]
+/// Host memory as a GPU VM: every recorded host mapping is a buffer mapped on every GPU
+/// (GPU VA = CPU VA). The host-CPU driver's memory table, and the unit tests' memory model.
 #[derive(Debug, Default)]
 pub(crate) struct HostVm {
     regions: RwLock<BTreeMap<u64, Region>>,
 }
 
-#[cfg(test)]
 impl HostVm {
-    /// Records a new mapping.
+    /// Records a new mapping (tests: no overlap checks).
+    #[cfg(test)]
     pub(crate) fn add(&self, mapping: LinuxMapping) {
         let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
-        r.insert(mapping.addr(), Region { mapping, pins: 0 });
+        r.insert(mapping.addr(), Region { mapping, pins: 0, borrowed: false });
+    }
+
+    /// Records `mapping`; `borrowed` for memory the application owns (registered), which is
+    /// checked to be still mapped whenever it is resolved.
+    ///
+    /// # Errors
+    /// `EEXIST` when it overlaps a recorded mapping, `EINVAL` when it is empty.
+    pub(crate) fn insert(&self, mapping: LinuxMapping, borrowed: bool) -> Result<(), Errno> {
+        let (start, len) = (mapping.addr(), mapping.len() as u64);
+        let end = start.checked_add(len).filter(|_| len > 0).ok_or(Errno::EINVAL)?;
+        let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
+        if Self::find(&r, start).is_some() || r.range(start..end).next().is_some() {
+            return Err(Errno::EEXIST);
+        }
+        r.insert(start, Region { mapping, pins: 0, borrowed });
+        Ok(())
+    }
+
+    /// Forgets the mapping starting at `addr` and returns it.
+    ///
+    /// # Errors
+    /// `EINVAL` when no mapping starts there, `EBUSY` when a queue pins it.
+    pub(crate) fn remove(&self, addr: u64) -> Result<LinuxMapping, Errno> {
+        let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
+        match r.get(&addr) {
+            None => Err(Errno::EINVAL),
+            Some(g) if g.pins > 0 => Err(Errno::EBUSY),
+            Some(_) => r.remove(&addr).map(|g| g.mapping).ok_or(Errno::EINVAL),
+        }
+    }
+
+    /// Forgets every mapping.
+    pub(crate) fn clear(&self) {
+        self.regions.write().unwrap_or_else(PoisonError::into_inner).clear();
     }
 
     /// How many buffers are recorded.
@@ -209,6 +240,7 @@ impl HostVm {
 
     /// Forgets the mappings inside `[addr, addr + size)`. Fails with `EBUSY`, forgetting
     /// nothing, when one of them is pinned by a queue.
+    #[cfg(test)]
     pub(crate) fn remove_range(&self, addr: u64, size: u64) -> Result<(), Errno> {
         let end = addr.saturating_add(size);
         let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
@@ -228,11 +260,13 @@ impl HostVm {
     }
 }
 
-#[cfg(test)]
 impl GpuVm for HostVm {
     fn resolve(&self, _gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
         let r = self.regions.read().unwrap_or_else(PoisonError::into_inner);
         let (start, g) = Self::find(&r, va)?;
+        if g.borrowed && !hsakmt_linux::mapping::is_mapped(*start, g.mapping.len() as u64) {
+            return None;
+        }
         let offset = usize::try_from(va - start).ok()?;
         MemRange::new(g.mapping.clone(), offset, usize::try_from(len).ok()?)
     }

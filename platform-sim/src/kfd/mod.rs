@@ -25,7 +25,7 @@ use crate::SimPlatform;
 use crate::fault::Faults;
 use crate::gpu::pqm::{MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL};
 use crate::gpu::vm::BoVm;
-use crate::gpu::{CpMode, GpuFacts, GpuModel, RecordedEvents};
+use crate::gpu::{CpConfig, GpuFacts, GpuModel, RecordedEvents};
 use crate::mapping::SimMapping;
 
 /// Descriptors the simulator hands out for render nodes are `RENDER_FD_BASE + minor`; they are
@@ -100,13 +100,6 @@ pub(crate) struct KfdModel {
     epoch: std::time::Instant,
 }
 
-/// How the simulated command processors run (from the builder).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CpConfig {
-    pub(crate) mode: CpMode,
-    pub(crate) idle_spin: std::time::Duration,
-}
-
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -153,8 +146,7 @@ impl KfdModel {
             GpuFacts::from_topology(topology),
             Arc::new(BoVm::new(memory.clone())),
             Arc::new(cp_hooks::CpEvents::new(cp_events.clone(), events.clone())),
-            cp.mode,
-            cp.idle_spin,
+            cp,
         );
         Self {
             gpus,
