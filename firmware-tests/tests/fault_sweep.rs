@@ -799,6 +799,7 @@ struct Tally {
     rejected: usize,
     retried: usize,
     absorbed: usize,
+    absorbed_by: BTreeMap<&'static str, usize>,
     failures: Vec<String>,
 }
 
@@ -966,7 +967,10 @@ fn sweep_op_cases(op: &Op, tally: &mut Tally) {
                 match r {
                     Ok(Ok(true)) => tally.rejected += 1,
                     Ok(Ok(false)) if errno.is_retryable() => tally.retried += 1,
-                    Ok(Ok(false)) => tally.absorbed += 1,
+                    Ok(Ok(false)) => {
+                        tally.absorbed += 1;
+                        *tally.absorbed_by.entry(op.name).or_default() += 1;
+                    }
                     Ok(Err(e)) => {
                         tally.failures.push(format!("{label}: {e}"));
                         kfd = open();
@@ -1002,6 +1006,7 @@ fn every_operation_under_every_kernel_errno() {
             tally.absorbed,
             tally.failures.len()
         );
+        println!("absorbed by operation: {:?}", tally.absorbed_by);
         for f in &tally.failures {
             println!("FAIL {f}");
         }
@@ -1128,7 +1133,10 @@ fn sweep_lifecycle(tally: &mut Tally) {
                 }));
                 match r {
                     Ok(Ok(())) if errno.is_retryable() => tally.retried += 1,
-                    Ok(Ok(())) => tally.absorbed += 1,
+                    Ok(Ok(())) => {
+                        tally.absorbed += 1;
+                        *tally.absorbed_by.entry("close").or_default() += 1;
+                    }
                     Ok(Err(e)) => tally.failures.push(format!("{label}: {e}")),
                     Err(_) => tally.failures.push(format!("{label}: panicked")),
                 }

@@ -358,3 +358,98 @@ fn threads_at_once_keep_every_table_and_leak_nothing() {
         assert_eq!(kfd.platform().accounting(), SimAccounting::default());
     });
 }
+
+/// The driver layer shared by threads: allocation by region, signals, queues created and
+/// destroyed (through the ring cache), dispatches and DMA copies completing signals, waits —
+/// while other threads do the same; then the tables are consistent and shutting the driver
+/// down leaves the kernel with nothing.
+#[test]
+fn threads_share_the_driver_layer() {
+    use hsakmt_core::driver::{
+        AgentKind, Driver, DriverId, DriverKind, KfdDriver, QueueParams, RegionKind, Waited,
+    };
+    with_big_stack(|| {
+        let secs = env_or("HSAKMT_STRESS_SECS", 3);
+        let threads = env_or("HSAKMT_STRESS_THREADS", 4).max(1);
+        let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
+        let kernel = sim.register_kernel("touch", |_| Ok(()));
+        let d = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(0), sim.clone()));
+        d.init().unwrap();
+        let gpus: Vec<_> = (0..d.agent_count())
+            .filter_map(|i| d.agent(i))
+            .filter(|a| a.kind == AgentKind::Gpu)
+            .take(threads as usize)
+            .map(|a| a.id)
+            .collect();
+        let region = |agent, kind| {
+            d.regions(agent).unwrap().iter().copied().find(|r| r.kind == kind).unwrap().id
+        };
+        let shared = d.create_queue(gpus[0], &QueueParams::default()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let ops = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..threads as usize {
+                let (d, ops, gpus) = (&d, &ops, &gpus);
+                std::thread::Builder::new()
+                    .stack_size(8 << 20)
+                    .spawn_scoped(scope, move || {
+                        let gpu = gpus[t % gpus.len()];
+                        let cpu = d.nearest_cpu(gpu).unwrap();
+                        let (host, vram) = (
+                            region(cpu, RegionKind::GlobalFineGrained),
+                            region(gpu, RegionKind::GlobalCoarseGrained),
+                        );
+                        let mut i = 0u64;
+                        while Instant::now() < deadline {
+                            i += 1;
+                            let src = d.allocate(host, 8192).unwrap();
+                            let dst = d.allocate(vram, 8192).unwrap();
+                            let back = d.allocate(host, 8192).unwrap();
+                            d.write(src.addr, &[t as u8; 8192]).unwrap();
+                            let done = d.create_signal(1).unwrap();
+                            // A dispatch on a fresh queue (or the shared one), then a copy
+                            // there and back.
+                            let own = i
+                                .is_multiple_of(2)
+                                .then(|| d.create_queue(gpu, &QueueParams::default()).unwrap());
+                            let mut k = KernelDispatch::linear(kernel, 64, 64);
+                            k.completion_signal = done.0;
+                            let packet = AqlPacket::KernelDispatch(k).to_words().unwrap();
+                            d.submit(own.unwrap_or(shared), &[packet]).unwrap();
+                            let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
+                            assert_eq!(w.unwrap(), Waited::Done(0));
+                            d.signal_store(done, 1).unwrap();
+                            d.copy(gpu, dst.addr, src.addr, 8192, &[], done).unwrap();
+                            let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
+                            assert_eq!(w.unwrap(), Waited::Done(0));
+                            d.signal_store(done, 1).unwrap();
+                            d.copy(gpu, back.addr, dst.addr, 8192, &[], done).unwrap();
+                            let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
+                            assert_eq!(w.unwrap(), Waited::Done(0));
+                            let mut got = [0u8; 8192];
+                            d.read(back.addr, &mut got).unwrap();
+                            assert_eq!(got, [t as u8; 8192]);
+                            if let Some(q) = own {
+                                d.destroy_queue(q).unwrap();
+                            }
+                            d.destroy_signal(done).unwrap();
+                            for b in [src, dst, back] {
+                                d.free(b.addr).unwrap();
+                            }
+                            ops.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                    .unwrap();
+            }
+        });
+        d.destroy_queue(shared).unwrap();
+        d.kfd().check_invariants().unwrap();
+        println!(
+            "stress (driver layer): {threads} threads for {secs} s: {} rounds of allocate, \
+             dispatch, two DMA copies, wait, free",
+            ops.load(Ordering::Relaxed)
+        );
+        d.shutdown().unwrap();
+        assert_eq!(sim.accounting(), SimAccounting::default(), "the kernel holds nothing");
+    });
+}
