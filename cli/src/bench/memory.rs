@@ -9,6 +9,13 @@
 //! the named kind. Every sample includes one pair of `Instant::now` calls (reported as
 //! `timer_ns`). Process-id reads (fork detection) are counted but are no system call on Linux
 //! (a wipe-on-fork cache) nor in the simulator.
+//!
+//! The measured pairs repeat one shape, so after the warm-up every allocation is served by the
+//! memory manager's recycle cache (the freed pair's address range and object slot, reused in
+//! `O(1)`; see `hsakmt_core::device::memory`); each row also reports how many freed
+//! allocations the cache held after the run (`recycled`). The bookkeeping goal counts the
+//! timer; the maximum of a run is bounded by the host's scheduling and interrupts, not by the
+//! library (whose worst cases are documented in `hsakmt_core::memory`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -458,10 +465,11 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
             let mut row = Row::latency(format!("memory.bookkeeping.{}.{suffix}", case.name), &own)
                 .against("sim-alloc+free-ioctls", &reference);
             if live == 100_000 {
-                row = row.goal("p50 <= 100 ns, max <= 2 us");
+                row = row.goal("p50 <= 100 ns, max <= 2 us (timer included)");
             }
             row.extra.insert("iterations".into(), n.into());
             row.extra.insert("timer_ns".into(), timer.into());
+            row.extra.insert("recycled".into(), book.memory_usage().recycled.into());
             rows.push(row);
         }
     }

@@ -24,6 +24,7 @@ use crate::platform::{Ioctl, OpenError, Platform};
 use crate::topology::{self, MIN_READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
+use memory::pending::MemoryLock;
 use memory::state::MemoryState;
 pub use memory::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
@@ -183,7 +184,7 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
     topology: spin::RwLock<Topology>,
-    memory: spin::Mutex<MemoryState<P::Mapping, S>>,
+    memory: MemoryLock<P::Mapping, S>,
     queues: spin::Mutex<queue::QueueState<P::Mapping>>,
     events: event::Events<P::Mapping>,
 }
@@ -222,7 +223,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Drop for Kfd<P, S> {
             }
             Usability::Closed => {}
         }
-        let st = self.memory.get_mut();
+        let mut st = self.memory.lock();
         if st.shared_mappings() > 0 {
             return;
         }
@@ -243,7 +244,7 @@ impl<P: Platform> Kfd<P> {
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
-            memory: spin::Mutex::new(MemoryState::inline()),
+            memory: MemoryLock::new(MemoryState::inline()),
             queues: spin::Mutex::new(queue::QueueState::new()),
             events: event::Events::new(),
         }
@@ -259,7 +260,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
-            memory: spin::Mutex::new(MemoryState::with_tables(tables)),
+            memory: MemoryLock::new(MemoryState::with_tables(tables)),
             queues: spin::Mutex::new(queue::QueueState::new()),
             events: event::Events::new(),
         }

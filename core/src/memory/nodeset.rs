@@ -99,7 +99,7 @@ impl NodeSet {
     /// Whether the set is empty.
     #[must_use]
     pub const fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.words[0] | self.words[1] == 0
     }
 
     /// Removes every id.

@@ -7,6 +7,16 @@
 //! Objects are named by generation-checked [`MemoryHandle`]s: a handle whose slot was freed or
 //! reused is rejected with [`Error::StaleHandle`], never silently resolved to another object.
 //!
+//! # Retired objects
+//! An object can be *retired* instead of removed ([`ObjectTable::retire`]): every handle of it
+//! goes stale and no lookup, iteration or count sees it any more, but it keeps its slot and its
+//! entries in the start index and the address cache (its range still counts for overlap
+//! checks). An object of the same address range can then take its place in `O(1)`
+//! ([`ObjectTable::revive_with`]: rewrite, new handle) instead of a removal now and an insertion
+//! later; or it is removed for good ([`ObjectTable::remove_retired`]). Retired objects are
+//! named by [`RetiredObject`] references, which no handle API accepts. The memory manager's
+//! recycle cache keeps freed allocations this way ([`super::recycle`]).
+//!
 //! # Indexes and worst cases
 //! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
 //!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
@@ -27,7 +37,9 @@
 //! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
 //! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
 //! duplicate-userptr check, two insertions) plus 8 cache probes;
-//! [`remove`](ObjectTable::remove) ≤ 3·`H` per tree plus 8 probes;
+//! [`remove`](ObjectTable::remove) and [`remove_retired`](ObjectTable::remove_retired) ≤ 3·`H`
+//! per tree plus 8 probes; [`retire`](ObjectTable::retire) and
+//! [`revive_with`](ObjectTable::revive_with) `O(1)`;
 //! [`find_exact`](ObjectTable::find_exact) 8 probes, plus `H` only while uncached objects exist;
 //! other lookups ≤ 2·`H`; [`get`](ObjectTable::get) / [`get_mut`](ObjectTable::get_mut)
 //! `O(1)`; [`clear`](ObjectTable::clear) and [`check_invariants`](ObjectTable::check_invariants)
@@ -224,6 +236,32 @@ impl MemoryHandle {
     }
 }
 
+/// A generation-checked reference to a *retired* object of an [`ObjectTable`] (see
+/// [`ObjectTable::retire`]): distinct from [`MemoryHandle`], so that no lookup or handle can
+/// reach a retired object by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RetiredObject {
+    index: u32,
+    generation: u32,
+}
+
+impl RetiredObject {
+    /// The slot index.
+    #[must_use]
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+}
+
+/// The generation after `g` (never 0).
+const fn next_generation(g: u32) -> u32 {
+    match g.wrapping_add(1) {
+        0 => 1,
+        g => g,
+    }
+}
+
 /// One memory object (libhsakmt `struct vm_object`).
 ///
 /// The address fields (`start`, `size`, `userptr`) are keys of the table's indexes and are
@@ -397,6 +435,9 @@ pub struct ObjectSlot<T> {
     object: Option<MemoryObject<T>>,
     generation: u32,
     next_free: u32,
+    /// The object is retired: kept in the start index, invisible (see
+    /// [`ObjectTable::retire`]).
+    retired: bool,
     by_user: Links,
     user_max_end: u64,
 }
@@ -405,7 +446,14 @@ impl<T> ObjectSlot<T> {
     /// An empty slot.
     #[must_use]
     pub const fn new() -> Self {
-        Self { object: None, generation: 0, next_free: NIL, by_user: Links::EMPTY, user_max_end: 0 }
+        Self {
+            object: None,
+            generation: 0,
+            next_free: NIL,
+            retired: false,
+            by_user: Links::EMPTY,
+            user_max_end: 0,
+        }
     }
 }
 
@@ -449,6 +497,7 @@ impl<T: Clone> Clone for ObjectSlot<T> {
             object: self.object.clone(),
             generation: self.generation,
             next_free: self.next_free,
+            retired: self.retired,
             by_user: self.by_user,
             user_max_end: self.user_max_end,
         }
@@ -459,6 +508,7 @@ impl<T> core::fmt::Debug for ObjectSlot<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ObjectSlot")
             .field("occupied", &self.object.is_some())
+            .field("retired", &self.retired)
             .field("generation", &self.generation)
             .finish_non_exhaustive()
     }
@@ -635,7 +685,10 @@ impl<T> TreeMut for UserViewMut<'_, T> {
 /// - No two objects have the same user-pointer range.
 /// - Every occupied slot is in the start index, and in the user index iff it has a user range;
 ///   nothing else is in either index.
-/// - A handle resolves iff its slot is occupied and carries its generation.
+/// - A handle resolves iff its slot is occupied by a live (not retired) object and carries its
+///   generation.
+/// - A retired object is in the start index and the address cache, never in the user index;
+///   no lookup, iteration or handle reaches it.
 /// - On any error, the table is unchanged.
 pub struct ObjectTable<T, S> {
     slots: S,
@@ -644,6 +697,8 @@ pub struct ObjectTable<T, S> {
     hwm: u32,
     recycled: u32,
     live: u32,
+    /// Retired objects (occupied slots that are not live).
+    retired: u32,
     /// Live objects that found no free entry in the address cache.
     uncached: u32,
     /// A recently inserted node, or the parent of a recently removed one: a guess of the
@@ -681,16 +736,23 @@ impl<T, S> ObjectTable<T, S> {
             hwm: 0,
             recycled: NIL,
             live: 0,
+            retired: 0,
             uncached: 0,
             finger: NIL,
             _payload: PhantomData,
         }
     }
 
-    /// The number of objects.
+    /// The number of (live) objects.
     #[must_use]
     pub const fn len(&self) -> u32 {
         self.live
+    }
+
+    /// The number of retired objects.
+    #[must_use]
+    pub const fn retired_len(&self) -> u32 {
+        self.retired
     }
 
     /// Whether the table is empty.
@@ -807,20 +869,37 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         avl::find_key(&self.starts(), addr)
     }
 
-    fn handle(&self, i: u32) -> MemoryHandle {
-        MemoryHandle { index: i, generation: self.slot(i).map_or(0, |s| s.generation) }
+    /// The handle of the object in slot `i`, unless it is retired (or the slot is empty).
+    fn visible(&self, i: u32) -> Option<MemoryHandle> {
+        let s = self.slot(i)?;
+        (s.object.is_some() && !s.retired)
+            .then_some(MemoryHandle { index: i, generation: s.generation })
     }
 
     /// The slot index a handle names, if it is live.
+    #[inline]
     fn resolve(&self, h: MemoryHandle) -> Result<u32, Error> {
         let s = self.slot(h.index).ok_or(Error::InvalidHandle)?;
         if h.generation == 0 || h.index >= self.hwm {
             return Err(Error::InvalidHandle);
         }
-        if s.object.is_none() || s.generation != h.generation {
+        if s.object.is_none() || s.retired || s.generation != h.generation {
             return Err(Error::StaleHandle);
         }
         Ok(h.index)
+    }
+
+    /// The slot index a retired-object reference names, if that object is still retired.
+    #[inline]
+    fn resolve_retired(&self, r: RetiredObject) -> Result<u32, Error> {
+        let s = self.slot(r.index).ok_or(Error::InvalidHandle)?;
+        if r.generation == 0 || r.index >= self.hwm {
+            return Err(Error::InvalidHandle);
+        }
+        if s.object.is_none() || !s.retired || s.generation != r.generation {
+            return Err(Error::StaleHandle);
+        }
+        Ok(r.index)
     }
 
     /// Validates a new object; returns its in-order neighbours in the start index.
@@ -884,11 +963,9 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         };
         let (start, user) = (obj.start, obj.userptr);
         if let Some(s) = self.slot_mut(i) {
-            s.generation = match s.generation.wrapping_add(1) {
-                0 => 1,
-                g => g,
-            };
+            s.generation = next_generation(s.generation);
             s.next_free = NIL;
+            s.retired = false;
             s.object = Some(obj);
         }
         avl::insert_hinted(&mut self.starts_mut(), i, start, pred, succ);
@@ -898,7 +975,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             avl::insert(&mut self.users_mut(), i, u.addr);
         }
         self.live += 1;
-        Ok(self.handle(i))
+        Ok(MemoryHandle { index: i, generation: self.slot(i).map_or(0, |s| s.generation) })
     }
 
     /// Removes an object and returns it.
@@ -907,6 +984,13 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// [`Error::InvalidHandle`], [`Error::StaleHandle`] (unchanged).
     pub fn remove(&mut self, h: MemoryHandle) -> Result<MemoryObject<T>, Error> {
         let i = self.resolve(h)?;
+        let obj = self.remove_slot(i)?;
+        self.live -= 1;
+        Ok(obj)
+    }
+
+    /// Takes the object of occupied slot `i` out of the indexes and the slot.
+    fn remove_slot(&mut self, i: u32) -> Result<MemoryObject<T>, Error> {
         let (start, has_user) = self
             .slot(i)
             .and_then(|s| s.object.as_ref())
@@ -924,8 +1008,121 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         let slot = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
         let obj = slot.object.take().ok_or(Error::StaleHandle)?;
         slot.next_free = recycled;
+        slot.retired = false;
         self.recycled = i;
+        Ok(obj)
+    }
+
+    // ---- retired objects -------------------------------------------------------------------
+    //
+    // A retired object has been freed as far as every user of the table can tell — no lookup,
+    // iteration or handle reaches it, `len` does not count it — but it keeps its slot and its
+    // place in the start index and the address cache, so that an object of the same address
+    // range can take its place again in O(1) (`revive`) instead of a removal now and an
+    // insertion later. The caller keeps its address range reserved meanwhile (the ranges of
+    // retired objects still count for overlap checks) and eventually either revives it or
+    // removes it for good (`remove_retired`).
+
+    /// Retires a live object: `h` (and every other handle of it) becomes stale at once, the
+    /// object becomes invisible, and the returned reference names it for
+    /// [`ObjectTable::revive`], [`ObjectTable::retired_mut`] or
+    /// [`ObjectTable::remove_retired`]. `O(1)`: no index changes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`], [`Error::StaleHandle`]; [`Error::NotSupported`] for an object
+    /// with a user-pointer range (registered memory is not retired). The table is unchanged.
+    #[inline]
+    pub fn retire(&mut self, h: MemoryHandle) -> Result<RetiredObject, Error> {
+        self.retire_if(h, |_| true)?.ok_or(Error::NotSupported)
+    }
+
+    /// As [`ObjectTable::retire`] when `keep` says so of the object; `Ok(None)` (unchanged)
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retire`].
+    #[inline]
+    pub fn retire_if(
+        &mut self,
+        h: MemoryHandle,
+        keep: impl FnOnce(&MemoryObject<T>) -> bool,
+    ) -> Result<Option<RetiredObject>, Error> {
+        let i = self.resolve(h)?;
+        let s = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
+        let o = s.object.as_ref().ok_or(Error::StaleHandle)?;
+        if o.userptr.is_some() {
+            return Err(Error::NotSupported);
+        }
+        if !keep(o) {
+            return Ok(None);
+        }
+        s.retired = true;
+        s.generation = next_generation(s.generation);
+        let generation = s.generation;
         self.live -= 1;
+        self.retired += 1;
+        Ok(Some(RetiredObject { index: i, generation }))
+    }
+
+    /// A retired object (to read what the caller kept in it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`]; [`Error::StaleHandle`] when it was revived or removed since.
+    #[inline]
+    pub fn retired(&self, r: RetiredObject) -> Result<&MemoryObject<T>, Error> {
+        let i = self.resolve_retired(r)?;
+        self.slot(i).and_then(|s| s.object.as_ref()).ok_or(Error::StaleHandle)
+    }
+
+    /// A retired object, mutably (its address fields stay read-only).
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retired`].
+    pub fn retired_mut(&mut self, r: RetiredObject) -> Result<&mut MemoryObject<T>, Error> {
+        let i = self.resolve_retired(r)?;
+        self.slot_mut(i).and_then(|s| s.object.as_mut()).ok_or(Error::StaleHandle)
+    }
+
+    /// Makes a retired object live again, after `update` has rewritten it (everything but its
+    /// address fields: it keeps its GPU range); returns its new handle, which differs from every
+    /// handle the object had before. `O(1)`.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retired`] (`update` is not called; the table is unchanged).
+    #[inline]
+    pub fn revive_with(
+        &mut self,
+        r: RetiredObject,
+        update: impl FnOnce(&mut MemoryObject<T>),
+    ) -> Result<MemoryHandle, Error> {
+        let i = self.resolve_retired(r)?;
+        let s = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
+        let o = s.object.as_mut().ok_or(Error::StaleHandle)?;
+        update(o);
+        s.retired = false;
+        let handle = MemoryHandle { index: i, generation: s.generation };
+        self.retired -= 1;
+        self.live += 1;
+        Ok(handle)
+    }
+
+    /// As [`ObjectTable::revive_with`] without changes.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retired`].
+    pub fn revive(&mut self, r: RetiredObject) -> Result<MemoryHandle, Error> {
+        self.revive_with(r, |_| {})
+    }
+
+    /// Removes a retired object for good and returns it (the cost of
+    /// [`ObjectTable::remove`]).
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retired`] (unchanged).
+    pub fn remove_retired(&mut self, r: RetiredObject) -> Result<MemoryObject<T>, Error> {
+        let i = self.resolve_retired(r)?;
+        let obj = self.remove_slot(i)?;
+        self.retired -= 1;
         Ok(obj)
     }
 
@@ -982,28 +1179,31 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// The object starting exactly at `addr`.
     #[must_use]
     pub fn find_exact(&self, addr: u64) -> Option<MemoryHandle> {
-        self.lookup_start(addr).map(|i| self.handle(i))
+        self.lookup_start(addr).and_then(|i| self.visible(i))
     }
 
     /// The object whose GPU range contains `addr` (an interior pointer).
     #[must_use]
     pub fn find_containing(&self, addr: u64) -> Option<MemoryHandle> {
         let t = self.starts();
+        // A retired object here means no object contains addr: any other object containing
+        // it would start before the retired one and overlap it.
         let p = avl::predecessor(&t, addr)?;
-        (t.end(p) > addr).then(|| self.handle(p))
+        if t.end(p) > addr { self.visible(p) } else { None }
     }
 
     /// The object registered with exactly the user range `[addr, addr + size)`.
     #[must_use]
     pub fn find_userptr(&self, addr: u64, size: u64) -> Option<MemoryHandle> {
-        avl::find_key_end(&self.users(), addr, addr.wrapping_add(size)).map(|i| self.handle(i))
+        avl::find_key_end(&self.users(), addr, addr.wrapping_add(size))
+            .and_then(|i| self.visible(i))
     }
 
     /// Among the objects whose user range contains `addr`, the one with the highest start
     /// (then the longest range) — the one libhsakmt's right-to-left walk would meet first.
     #[must_use]
     pub fn find_userptr_containing(&self, addr: u64) -> Option<MemoryHandle> {
-        avl::stab_last(&self.users(), addr).map(|i| self.handle(i))
+        avl::stab_last(&self.users(), addr).and_then(|i| self.visible(i))
     }
 
     /// The objects in ascending order of start address.
@@ -1011,8 +1211,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         let t = self.starts();
         let first = avl::first(&t);
         core::iter::successors(first, move |&i| avl::next(&t, i)).filter_map(move |i| {
-            let o = self.slot(i)?.object.as_ref()?;
-            Some((self.handle(i), o))
+            let h = self.visible(i)?;
+            Some((h, self.slot(i)?.object.as_ref()?))
         })
     }
 
@@ -1030,8 +1230,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         self.clear();
     }
 
-    /// Removes every object (dropping payloads; `O(capacity)`). Handles issued before stay
-    /// stale.
+    /// Removes every object, retired ones included (dropping payloads; `O(capacity)`).
+    /// Handles and retired-object references issued before stay stale.
     pub fn clear(&mut self) {
         let hwm = self.hwm as usize;
         let (nodes, slots) = self.slots.split_mut();
@@ -1041,6 +1241,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         let mut next = NIL;
         for (i, s) in slots.iter_mut().take(hwm).enumerate().rev() {
             s.object = None;
+            s.retired = false;
             s.by_user = Links::EMPTY;
             s.next_free = next;
             next = i as u32;
@@ -1049,6 +1250,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         self.root_start = NIL;
         self.root_user = NIL;
         self.live = 0;
+        self.retired = 0;
         self.uncached = 0;
         self.finger = NIL;
     }
@@ -1073,7 +1275,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             recycled += 1;
             r = s.next_free;
         }
-        let (mut occupied, mut with_user) = (0u32, 0u32);
+        let (mut occupied, mut with_user, mut retired) = (0u32, 0u32, 0u32);
         let nodes = self.slots.nodes();
         for (i, s) in self.slots.slots().iter().enumerate().take(self.hwm as usize) {
             let i = i as u32;
@@ -1085,6 +1287,12 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
                 continue;
             };
             occupied += 1;
+            if s.retired {
+                retired += 1;
+                if o.userptr.is_some() {
+                    return Err(Violation::IndexMembership { slot: i });
+                }
+            }
             if s.generation == 0
                 || o.size == 0
                 || start.height == 0
@@ -1109,7 +1317,10 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
                 None => {}
             }
         }
-        if occupied != self.live || occupied + recycled != self.hwm {
+        if retired != self.retired
+            || occupied != self.live + self.retired
+            || occupied + recycled != self.hwm
+        {
             return Err(Violation::Counter);
         }
         // Address cache: entries name live objects in one of their two buckets, at most once;
@@ -1138,7 +1349,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
                 return Err(Violation::IndexMembership { slot: NIL });
             }
         }
-        if cached + self.uncached != self.live {
+        if cached + self.uncached != self.live + self.retired {
             return Err(Violation::Counter);
         }
         if avl::check(&self.starts(), cap)? != occupied

@@ -1126,8 +1126,9 @@ mod props {
             4 => (0..NodeKey::COUNT, prop_oneof![0..=u64::from(u32::MAX), any::<u64>()])
                 .prop_map(|(k, v)| L::Known(k, v)),
             1 => ("[a-z][a-z0-9_]{0,40}", any::<u64>()).prop_map(|(k, v)| L::Other(k, v)),
-            // Starts with a blank, '#', or a non-ASCII/control byte: never a known key.
-            1 => (prop::sample::select(&[b' ', b'#', 0xff, 0x01][..]), proptest::collection::vec(any::<u8>(), 0..40))
+            // Starts with a blank or a non-ASCII/control byte: never a key. (A line starting
+            // with '#' is a printable key like any other, so it is not garbage.)
+            1 => (prop::sample::select(&[b' ', b'\t', 0xff, 0x01][..]), proptest::collection::vec(any::<u8>(), 0..40))
                 .prop_map(|(first, rest)| L::Garbage([&[first][..], &rest].concat())),
         ]
     }

@@ -125,7 +125,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 return Err(memory::Error::NotSupported.into());
             }
             st.promise_slot()?;
-            match st.aperture_mut(id).allocate(info.size, Some(IMAGE_ALIGN), None) {
+            match st.allocate_va(id, info.size, Some(IMAGE_ALIGN), None) {
                 Ok(a) => ((id, a), node),
                 Err(e) => {
                     st.keep_promise();

@@ -461,6 +461,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let mut st = self.memory.lock();
         st.objects.clear_with(|payload| core::mem::forget(payload.mapping));
         st.reset();
+        // No free of the parent's will ever complete here.
+        st.pending_frees.clear();
         st.reservation_count = 0;
     }
 }

@@ -128,7 +128,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 SvmMode::Reserved => ApertureId::Coherent,
             };
             st.promise_slot()?;
-            match st.aperture_mut(id).allocate(size, None, None) {
+            match st.allocate_va(id, size, None, None) {
                 Ok(a) => ((id, a), gpu_id),
                 Err(e) => {
                     st.keep_promise();

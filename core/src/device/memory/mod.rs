@@ -15,6 +15,31 @@
 //! refused. An object with an ioctl in flight is *busy*: other operations on it fail with
 //! [`memory::Error::Busy`] instead of waiting.
 //!
+//! A free of memory the recycle cache may keep records its outcome without that second lock
+//! round trip: it publishes its completion in an atomic beside the lock, and the next thread to
+//! take the lock records it first (see `pending`). Every later operation therefore sees the
+//! memory freed, as if the free had recorded it itself.
+//!
+//! # The recycle cache
+//! Freeing an allocation made by [`Kfd::alloc_memory`] (device, GTT, paged host memory or an
+//! address-only range; not scratch, not registered, imported or doorbell/MMIO memory) frees
+//! its kernel buffers and CPU view as always, but may keep its *bookkeeping* for the next
+//! allocation of the same shape — the same node, size, alignment and flags: the address range
+//! stays reserved in its aperture and the object stays in the table, *retired* (invisible to
+//! every lookup, every handle of it stale; see [`crate::memory::objects`]). The next such
+//! allocation takes both in `O(1)` — no aperture search, no index update, not even the
+//! placement rules (the shape's plan is kept with it) — and the kernel still sees exactly its
+//! `ALLOC_MEMORY_OF_GPU` (and, for host-visible memory, the CPU mapping).
+//!
+//! The cache holds at most [`RECYCLE_DEPTH`] allocations per shape, [`RECYCLE_SHAPES`] shapes
+//! and [`RECYCLE_CAPACITY`] allocations in all ([`crate::memory::recycle`]). It gives its
+//! allocations back for good (`O(1)` bookkeeping each, no system call) whenever an address range
+//! cannot be found otherwise (no space, no block descriptor, or a fixed address inside a cached
+//! range) — before a slab aperture grows —, whenever an object slot is needed, one at a time
+//! when a new shape needs a bin, on [`Kfd::trim_memory`], and on the last close.
+//! [`MemoryUsage::recycled`] counts them; [`MemoryUsage::va_used`] and
+//! [`MemoryUsage::va_live`] leave them out.
+//!
 //! # CPU access
 //! CPU mappings are the platform's [`SharedMemory`] values. The library keeps one clone per
 //! object and hands out more ([`Allocation::mapping`], [`Kfd::cpu_mapping`]); it refuses to
@@ -33,6 +58,9 @@
 //! # Deliberate differences from libhsakmt
 //! - Freeing memory that is still GPU-mapped unmaps it first (the kernel would refuse the free
 //!   with `EBUSY`, which libhsakmt reports as a generic error).
+//! - The address range of freed memory may stay reserved (the recycle cache) and is then handed
+//!   out again to the next allocation of the same shape (libhsakmt releases it at once, and
+//!   first-fit may or may not hand it out again).
 //! - Freeing or unmapping an address no object starts at is an error
 //!   ([`memory::Error::UnknownAddress`]); libhsakmt reports success when the SVM API exists.
 //! - Non-host-visible device memory gets no CPU mapping at all (libhsakmt maps it `PROT_NONE`,
@@ -52,6 +80,7 @@ mod dmabuf;
 mod init;
 mod kernel;
 mod map;
+pub(crate) mod pending;
 mod query;
 mod register;
 pub(crate) mod state;
@@ -61,14 +90,16 @@ pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
 pub use query::{PointerInfo, PointerKind};
 pub use state::{
     DEFAULT_MEMORY_OBJECTS, Inline, MAX_NODES, MAX_RESERVATIONS, MemoryPayload, MemorySettings,
-    MemoryStorage, MemoryTables, SLAB_SIZE, SvmMode, VaArray,
+    MemoryStorage, MemoryTables, RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE,
+    SvmMode, VaArray,
 };
 
 use crate::memory::aperture::{
     AllocRequest, ApertureRole, PlacementPolicy, PreferredNode, SCRATCH_ALIGN, choose_placement,
 };
 use crate::memory::kfd_flags::{BufferKind, alloc_flags};
-use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind, MemoryObject};
+use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind, MemoryObject, RetiredObject};
+use crate::memory::recycle::BinTag;
 use crate::memory::{self, MemFlags, NodeSet, Violation};
 use crate::platform::{Access, Ioctl, Platform, SharedMemory};
 use crate::uapi::{
@@ -77,7 +108,8 @@ use crate::uapi::{
 };
 
 use super::{Error, Kfd};
-use state::{ApertureId, MemoryState, SvmMode as Mode, page_align};
+use pending::Ticket;
+use state::{AllocKey, ApertureId, MemoryState, SvmMode as Mode, page_align};
 
 /// One allocation: where it is, how to name it, and (for CPU-accessible memory) a view of it.
 ///
@@ -134,20 +166,20 @@ pub struct MemoryUsage {
     pub reservations: u32,
     /// How the SVM apertures are set up.
     pub mode: SvmMode,
+    /// Freed allocations whose address range and object slot the recycle cache keeps for the
+    /// next allocation of the same shape (not counted in `objects`, `va_used`, `va_live`; see
+    /// [`Kfd::trim_memory`]).
+    pub recycled: u32,
 }
 
 /// What an allocation needs from the kernel, decided under the lock.
 #[derive(Debug, Clone, Copy)]
-struct AllocPlan {
+pub(crate) struct AllocPlan {
     kind: MemoryKind,
     buffer: Option<BufferKind>,
     va: (ApertureId, memory::aperture::ApertureAllocation),
-    /// Object size (the whole address range, page rounded).
-    size: u64,
     /// Size of the CPU mapping (the request, page rounded).
     cpu_size: u64,
-    /// `va_addr` of `ALLOC_MEMORY_OF_GPU` (0 for `NoAddress` memory).
-    ioc_va: u64,
     ioc_flags: u32,
     gpu_id: u32,
     render_fd: u32,
@@ -158,6 +190,59 @@ struct AllocPlan {
     flags: MemFlags,
     /// Map the buffer through the render node for the CPU.
     cpu_map: bool,
+    /// The retired object (with its address range) this allocation reuses.
+    reuse: Option<RetiredObject>,
+    /// The recycle-cache bin of the request's shape.
+    tag: Option<BinTag>,
+}
+
+impl AllocPlan {
+    /// Rewrites a retired object of this plan's shape as this allocation's. Everything the
+    /// shape decides — kind, flags, owner, GPU, address range, recycle bin — is already the
+    /// plan's (an object only ever waits in the bin of the shape it was allocated for, and a
+    /// bin's plan holds for its whole life); the rest is set afresh.
+    #[inline]
+    fn refill<M>(
+        &self,
+        o: &mut MemoryObject<state::MemoryPayload<M>>,
+        handles: KfdHandles,
+        mmap_offset: u64,
+        mapping: Option<M>,
+    ) {
+        debug_assert!(
+            o.kind == self.kind
+                && o.flags == self.flags
+                && o.node == self.node
+                && o.payload.gpu_id == self.gpu_id
+                && o.payload.va == Some(self.va)
+                && o.payload.recycle == self.tag
+                && !o.payload.imported,
+            "a retired object is reused only for its own shape"
+        );
+        o.kfd_handles = handles;
+        o.mmap_offset = mmap_offset;
+        o.registered_nodes = NodeSet::EMPTY;
+        o.mapped_nodes = NodeSet::EMPTY;
+        o.registration_count = 0;
+        o.mapping_count = 0;
+        o.user_data = 0;
+        o.payload.mapping = mapping;
+        o.payload.busy = false;
+        o.payload.view_out = false;
+    }
+
+    /// Object size (the whole address range, page rounded).
+    const fn size(&self) -> u64 {
+        self.va.1.size
+    }
+
+    /// `va_addr` of `ALLOC_MEMORY_OF_GPU` (0 for `NoAddress` memory).
+    const fn ioc_va(&self) -> u64 {
+        match self.va.0 {
+            ApertureId::Handles => 0,
+            _ => self.va.1.addr,
+        }
+    }
 }
 
 /// Why planning stopped.
@@ -186,11 +271,21 @@ pub(super) enum Target {
 }
 
 /// What a release decided under the lock.
-enum Release {
+enum Release<M> {
     /// One registration of several was dropped; nothing else to do.
     Counted,
     /// The object is busy now; unmap `mapped`, free `buffers`, forget it.
     Destroy { handle: MemoryHandle, buffers: KfdHandles, mapped: NodeSet },
+    /// As `Destroy`, but the object's CPU view (`view`) was taken out and the free is pending:
+    /// unmap, free the buffers, drop the view and signal completion (see
+    /// [`pending::MemoryLock`]).
+    Pending {
+        handle: MemoryHandle,
+        free: Ticket,
+        buffers: KfdHandles,
+        mapped: NodeSet,
+        view: Option<M>,
+    },
 }
 
 /// How many times an allocation grows the slab aperture before giving up.
@@ -207,6 +302,7 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         flags: MemFlags,
         fixed: Option<u64>,
     ) -> Result<AllocPlan, PlanStop> {
+        let key = AllocKey { size, align, node, flags };
         let (is_gpu, svm, scratch_busy) = {
             let info = self.node(node)?;
             (info.is_gpu() && self.gpus.contains(node), info.svm, info.scratch_backing.is_some())
@@ -275,9 +371,11 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
             _ => return Err(memory::Error::NotSupported.into()),
         };
         self.promise_slot()?;
-        let ap = self.aperture_mut(aperture);
-        let slabs = matches!(ap.config().source, memory::aperture::VaSource::Slabs { .. });
-        let alloc = match ap.allocate(p.va_size, align, p.fixed_address) {
+        let slabs = matches!(
+            self.aperture_mut(aperture).config().source,
+            memory::aperture::VaSource::Slabs { .. }
+        );
+        let alloc = match self.allocate_va(aperture, p.va_size, align, p.fixed_address) {
             Ok(a) => a,
             Err(e) => {
                 self.keep_promise();
@@ -294,13 +392,11 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         };
         let buffer_flags =
             buffer.map_or(0, |b| alloc_flags(b, p.flags, self.settings.disable_cache));
-        Ok(AllocPlan {
+        let mut plan = AllocPlan {
             kind: p.kind,
             buffer,
             va: (aperture, alloc),
-            size: alloc.size,
             cpu_size,
-            ioc_va: if aperture == ApertureId::Handles { 0 } else { alloc.addr },
             ioc_flags: buffer_flags,
             gpu_id,
             render_fd,
@@ -308,7 +404,83 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
             gpu_node,
             flags: p.flags,
             cpu_map,
-        })
+            reuse: None,
+            tag: None,
+        };
+        // The plan depends only on the request and on what open set up, so it serves every
+        // later request of the same shape: give the shape a recycle bin.
+        if p.fixed_address.is_none() && fixed.is_none() && recyclable(p.kind) {
+            let (tag, evicted) = self.recycle.tag(&key, || plan);
+            if let Some(r) = evicted {
+                self.discard_retired(r);
+            }
+            plan.tag = tag;
+        }
+        Ok(plan)
+    }
+
+    /// The plan of a request served from the recycle cache: the shape's plan, with the address
+    /// range of a freed allocation of that shape (whose retired object is now claimed).
+    #[inline(always)]
+    fn reuse_plan(&mut self, key: &AllocKey) -> Option<AllocPlan> {
+        let (plan, tag, r) = self.recycle.take(key)?;
+        match self.objects.retired(r).ok().and_then(|o| o.payload.va) {
+            Some(va) => {
+                let plan = AllocPlan { va, reuse: Some(r), tag: Some(tag), ..*plan };
+                self.claimed += 1;
+                Some(plan)
+            }
+            None => {
+                // Not reachable: cached objects keep their range (checked by the invariants).
+                self.discard_retired(r);
+                None
+            }
+        }
+    }
+}
+
+/// Whether freed allocations of this kind may wait in the recycle cache: memory from
+/// [`Kfd::alloc_memory`] that belongs to no other table (scratch backing is also a node's).
+const fn recyclable(kind: MemoryKind) -> bool {
+    matches!(
+        kind,
+        MemoryKind::Vram
+            | MemoryKind::HostGtt
+            | MemoryKind::HostUserptr
+            | MemoryKind::ReservedAddress
+    )
+}
+
+/// What [`MemoryState::retire_freed`] did with a freed object.
+enum Retired<M> {
+    /// It waits in the recycle cache.
+    Cached,
+    /// It is retired and claimed; drop its CPU view (outside the lock), then cache it.
+    DropView(M, BinTag, RetiredObject),
+    /// It cannot be cached: remove it.
+    No,
+}
+
+impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
+    /// Retires an object whose buffers are freed into the recycle cache, if its shape's bin
+    /// can take it (its handle becomes stale and every lookup misses it at once).
+    fn retire_freed(&mut self, handle: MemoryHandle) -> Retired<M> {
+        let Ok(o) = self.objects.get(handle) else { return Retired::No };
+        let Some(tag) = o.payload.recycle else { return Retired::No };
+        if o.payload.va.is_none() || !self.recycle.can_put(tag) {
+            return Retired::No;
+        }
+        let Ok(r) = self.objects.retire(handle) else { return Retired::No };
+        match self.objects.retired_mut(r).ok().and_then(|o| o.payload.mapping.take()) {
+            None => {
+                self.recycle_or_discard(Some(tag), r);
+                Retired::Cached
+            }
+            Some(view) => {
+                self.claimed += 1;
+                Retired::DropView(view, tag, r)
+            }
+        }
     }
 }
 
@@ -316,7 +488,8 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
     /// Resolves a release's object and decides it in one go (libhsakmt `__fmm_release`):
     /// registered user memory held several times only drops a count; anything else is marked
     /// busy for destruction, unless a caller still holds a CPU view of it.
-    fn begin_release(&mut self, target: Target) -> Result<Release, memory::Error> {
+    #[inline]
+    fn begin_release(&mut self, target: Target) -> Result<Release<M>, memory::Error> {
         let handle = match target {
             Target::Handle(h) => h,
             Target::Address(addr) => {
@@ -336,7 +509,16 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
             return Err(memory::Error::MappingInUse { addr });
         }
         o.payload.busy = true;
-        Ok(Release::Destroy { handle, buffers: o.kfd_handles, mapped: o.mapped_nodes })
+        let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
+        // Allocations the recycle cache may keep complete their free without the lock.
+        if o.payload.recycle.is_some()
+            && let Some(free) = self.pending_frees.begin(handle)
+        {
+            let view = o.payload.mapping.take();
+            o.payload.view_out = view.is_some();
+            return Ok(Release::Pending { handle, free, buffers, mapped, view });
+        }
+        Ok(Release::Destroy { handle, buffers, mapped })
     }
 }
 
@@ -411,31 +593,56 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         if flags.contains(MemFlags::CONTIGUOUS) {
             self.require_minor("contiguous VRAM", since::ALLOC_MEM_FLAGS_CONTIGUOUS)?;
         }
-        let plan = self.plan_with_slabs(|st| st.plan_alloc(node, size, align, flags, fixed))?;
+        // A freed allocation of the same shape, else a full plan (under the same lock).
+        let key = AllocKey { size, align, node, flags };
+        let mut st = self.memory.lock();
+        let plan = match fixed.is_none().then(|| st.reuse_plan(&key)).flatten() {
+            Some(plan) => {
+                drop(st);
+                plan
+            }
+            None => {
+                self.plan_with_slabs(st, |st| st.plan_alloc(node, size, align, flags, fixed))?
+            }
+        };
         match self.create_buffers(&plan) {
             Ok((handles, mmap_offset, mapping)) => {
                 self.record_allocation(&plan, handles, mmap_offset, mapping)
             }
             Err(e) => {
                 let mut st = self.memory.lock();
-                st.release_va(Some(plan.va));
-                st.keep_promise();
+                match plan.reuse {
+                    Some(r) => {
+                        if st.unclaim(r) {
+                            st.recycle_or_discard(plan.tag, r);
+                        }
+                    }
+                    None => {
+                        st.release_va(Some(plan.va));
+                        st.keep_promise();
+                    }
+                }
                 Err(e)
             }
         }
     }
 
-    /// Runs a planning step, growing the slab aperture (outside the lock) when it runs out.
+    /// Runs a planning step under the lock `st` holds, growing the slab aperture (outside the
+    /// lock) when it runs out.
     fn plan_with_slabs<T>(
         &self,
+        st: spin::MutexGuard<'_, MemoryState<P::Mapping, S>>,
         mut plan: impl FnMut(&mut MemoryState<P::Mapping, S>) -> Result<T, PlanStop>,
     ) -> Result<T, Error> {
         let mut attempts = 0;
+        let mut st = Some(st);
         loop {
-            let stop = match plan(&mut self.memory.lock()) {
+            let mut guard = st.take().unwrap_or_else(|| self.memory.lock());
+            let stop = match plan(&mut guard) {
                 Ok(t) => return Ok(t),
                 Err(stop) => stop,
             };
+            drop(guard);
             match stop {
                 PlanStop::Fail(e) => return Err(e.into()),
                 PlanStop::NeedSlab { size, at } => {
@@ -482,8 +689,8 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         let user_addr = userptr.then_some(addr);
         let (handles, mmap_offset) = match self.kfd_alloc_split(
             plan.gpu_id,
-            plan.ioc_va,
-            plan.size,
+            plan.ioc_va(),
+            plan.size(),
             plan.ioc_flags,
             user_addr,
         ) {
@@ -575,15 +782,14 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     ) -> Result<Allocation<P::Mapping>, Error> {
         let addr = plan.va.1.addr;
         let user_view = mapping.clone();
-        let mut obj = MemoryObject::new(
-            addr,
-            plan.size,
-            plan.kind,
-            plan.flags,
-            plan.node,
-            state::MemoryPayload::new(mapping, Some(plan.va), plan.gpu_id),
-        )
-        .with_kfd_handles(handles);
+        if let Some(r) = plan.reuse {
+            return self.record_reuse(plan, r, handles, mmap_offset, mapping, user_view);
+        }
+        let mut payload = state::MemoryPayload::new(mapping, Some(plan.va), plan.gpu_id);
+        payload.recycle = plan.tag;
+        let mut obj =
+            MemoryObject::new(addr, plan.size(), plan.kind, plan.flags, plan.node, payload)
+                .with_kfd_handles(handles);
         obj.mmap_offset = mmap_offset;
         let mut st = self.memory.lock();
         st.keep_promise();
@@ -597,7 +803,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 drop(st);
                 Ok(Allocation {
                     addr,
-                    size: plan.size,
+                    size: plan.size(),
                     handle,
                     kfd_handle: handles.first(),
                     node: plan.node,
@@ -611,6 +817,43 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
                 drop(obj);
                 self.free_buffers(handles.as_slice());
                 self.memory.lock().release_va(Some(plan.va));
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Records an allocation that reuses a retired object: the object is rewritten in place and
+    /// made live again (no index changes).
+    fn record_reuse(
+        &self,
+        plan: &AllocPlan,
+        r: RetiredObject,
+        handles: KfdHandles,
+        mmap_offset: u64,
+        mapping: Option<P::Mapping>,
+        user_view: Option<P::Mapping>,
+    ) -> Result<Allocation<P::Mapping>, Error> {
+        let mut mapping = Some(mapping);
+        let mut st = self.memory.lock();
+        st.unclaim(r);
+        let revived = st
+            .objects
+            .revive_with(r, |o| plan.refill(o, handles, mmap_offset, mapping.take().flatten()));
+        drop(st);
+        match revived {
+            Ok(handle) => Ok(Allocation {
+                addr: plan.va.1.addr,
+                size: plan.size(),
+                handle,
+                kfd_handle: handles.first(),
+                node: plan.node,
+                mapping: user_view,
+            }),
+            Err(e) => {
+                // The tables were reset (closed) meanwhile: the object and its range are gone.
+                drop(user_view);
+                drop(mapping);
+                self.free_buffers(handles.as_slice());
                 Err(e.into())
             }
         }
@@ -659,7 +902,62 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             Release::Destroy { handle, buffers, mapped } => {
                 self.finish_release(handle, buffers, mapped)
             }
+            Release::Pending { handle, free, buffers, mapped, view } => {
+                self.finish_pending(handle, free, buffers, mapped, view)
+            }
         }
+    }
+
+    /// Unmaps and frees the buffers of an object with a pending free, then drops its view and
+    /// signals completion; on failure cancels the pending free, giving the object its view back
+    /// (consistent with the kernel, as [`Kfd::finish_release`]).
+    fn finish_pending(
+        &self,
+        handle: MemoryHandle,
+        free: Ticket,
+        buffers: KfdHandles,
+        mapped: NodeSet,
+        view: Option<P::Mapping>,
+    ) -> Result<(), Error> {
+        if !mapped.is_empty()
+            && let Err(e) = self.unmap_object(handle, buffers, mapped)
+        {
+            self.cancel_pending(free, view, None);
+            return Err(e);
+        }
+        for (i, &h) in buffers.as_slice().iter().enumerate() {
+            let mut args = kfd_ioctl_free_memory_of_gpu_args { handle: h };
+            if let Err(e) = self.raw_ioctl(&mut Ioctl::FreeMemoryOfGpu(&mut args)) {
+                self.cancel_pending(free, view, Some(i));
+                return Err(e);
+            }
+        }
+        drop(view);
+        self.memory.complete_free(free);
+        Ok(())
+    }
+
+    /// Withdraws a pending free that failed: the object gets its view back and is no longer
+    /// busy; with `freed`, only its buffers from that index on remain.
+    fn cancel_pending(&self, free: Ticket, view: Option<P::Mapping>, freed: Option<usize>) {
+        let mut st = self.memory.lock();
+        let mut view = view;
+        if let Some(handle) = st.pending_frees.cancel(free)
+            && let Ok(o) = st.objects.get_mut(handle)
+        {
+            if let Some(i) = freed {
+                let mut rest = KfdHandles::EMPTY;
+                for &r in o.kfd_handles.as_slice().iter().skip(i) {
+                    let _ = rest.push(r);
+                }
+                o.kfd_handles = rest;
+            }
+            o.payload.mapping = view.take();
+            o.payload.view_out = false;
+            o.payload.busy = false;
+        }
+        drop(st);
+        drop(view);
     }
 
     /// Unmaps (if mapped), frees the buffers of and forgets an object marked busy by
@@ -693,6 +991,20 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
         }
         let mut st = self.memory.lock();
+        match st.retire_freed(handle) {
+            Retired::Cached => return Ok(()),
+            Retired::DropView(view, tag, r) => {
+                // As below: the view goes before the range can be handed out again.
+                drop(st);
+                drop(view);
+                let mut st = self.memory.lock();
+                if st.unclaim(r) {
+                    st.recycle_or_discard(Some(tag), r);
+                }
+                return Ok(());
+            }
+            Retired::No => {}
+        }
         let mut obj = st.objects.remove(handle)?;
         if obj.kind == MemoryKind::Scratch
             && let Some(n) = st.nodes.get_mut(obj.node as usize)
@@ -756,15 +1068,42 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub fn memory_usage(&self) -> MemoryUsage {
         let st = self.memory.lock();
         let ap = [&st.default, &st.coherent, &st.handles];
+        let mut va_used = ap.map(|a| a.va().used_bytes());
+        let mut va_live = ap.map(|a| a.va().live_count());
+        for r in st.recycle.iter() {
+            if let Some((id, a)) = st.objects.retired(r).ok().and_then(|o| o.payload.va) {
+                let k = match id {
+                    ApertureId::Default => 0,
+                    ApertureId::Coherent => 1,
+                    ApertureId::Handles => 2,
+                };
+                if let (Some(used), Some(live)) = (va_used.get_mut(k), va_live.get_mut(k)) {
+                    *used = used.saturating_sub(a.block.size);
+                    *live = live.saturating_sub(1);
+                }
+            }
+        }
         MemoryUsage {
             objects: st.objects.len(),
             capacity: st.objects.capacity(),
             pending: st.pending,
-            va_used: ap.map(|a| a.va().used_bytes()),
-            va_live: ap.map(|a| a.va().live_count()),
+            va_used,
+            va_live,
             reservations: u32::try_from(st.reservation_count).unwrap_or(u32::MAX),
             mode: st.mode,
+            recycled: st.recycle.len(),
         }
+    }
+
+    /// Releases every freed allocation the recycle cache keeps (their object slots and address
+    /// ranges; no system call); returns how many. Allocation does this by itself when it runs
+    /// out of address space or slots, and the last close drops the cache.
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn trim_memory(&self) -> Result<u32, Error> {
+        self.check_open()?;
+        Ok(self.memory.lock().flush_recycled())
     }
 
     /// The nodes libhsakmt's default mapping of GPU `node`'s memory covers: the GPU and every
@@ -794,6 +1133,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub fn check_memory_invariants(&self) -> Result<(), Violation> {
         let st = self.memory.lock();
         st.objects.check_invariants()?;
+        st.check_recycled()?;
         if st.mode != Mode::None {
             st.default.check_invariants()?;
         }

@@ -73,7 +73,7 @@ fn info_of<M>(handle: MemoryHandle, o: &MemoryObject<MemoryPayload<M>>) -> Point
         info.cpu_address = Some(u.addr);
         info.size = u.size;
         info.gpu_address += u.addr & (PAGE_SIZE - 1);
-    } else if o.payload.mapping.is_some() {
+    } else if o.payload.mapping.is_some() || o.payload.view_out {
         info.cpu_address = Some(o.start());
     }
     info

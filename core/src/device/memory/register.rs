@@ -70,7 +70,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         let aligned_size = page_align(offset.checked_add(size).ok_or(memory::Error::SizeOverflow)?)
             .ok_or(memory::Error::SizeOverflow)?;
         self.promise_slot()?;
-        let va = match self.default.allocate(aligned_size, None, None) {
+        let va = match self.allocate_va(ApertureId::Default, aligned_size, None, None) {
             Ok(a) => a,
             Err(e) => {
                 self.keep_promise();

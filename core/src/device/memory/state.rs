@@ -11,10 +11,14 @@ use core::fmt;
 use crate::memory::aperture::{
     Aperture, ApertureAllocation, ApertureConfig, ApertureKind, ReportedAperture,
 };
-use crate::memory::objects::{IndexNode, MemoryHandle, ObjectSlot, ObjectTable};
+use crate::memory::objects::{IndexNode, MemoryHandle, ObjectSlot, ObjectTable, RetiredObject};
+use crate::memory::recycle::{BinTag, RecycleCache};
 use crate::memory::va::VaSlot;
-use crate::memory::{Error, NodeSet, PAGE_SIZE};
+use crate::memory::{Error, MemFlags, NodeSet, PAGE_SIZE, Violation};
 use crate::platform::SharedMemory;
+
+use super::AllocPlan;
+use super::pending::Pending;
 
 /// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: an application with
 /// up to a thousand live buffers (about 0.7 MiB of tables, inline, small enough for a `Box::new`
@@ -32,6 +36,16 @@ pub const SLAB_SIZE: u64 = 64 << 30;
 /// How many reserved ranges (slabs, or the reserved-mode range) are kept for the life of the
 /// device facade.
 pub const MAX_RESERVATIONS: usize = crate::memory::va::MAX_RANGES;
+
+/// How many allocation shapes (node, size, alignment, flags) the recycle cache tells apart.
+pub const RECYCLE_SHAPES: usize = 16;
+
+/// How many freed allocations of one shape the recycle cache keeps.
+pub const RECYCLE_DEPTH: usize = 8;
+
+/// How many freed allocations the recycle cache keeps in all: the most address ranges and
+/// object slots it holds back, and the most it releases in one flush.
+pub const RECYCLE_CAPACITY: usize = 64;
 
 /// The storage of the memory manager's tables, in the manner of `heapless`: which arrays hold the
 /// object table and the descriptors of each aperture. `M` is the platform's mapping type.
@@ -148,6 +162,12 @@ pub struct MemoryPayload<M> {
     pub(crate) busy: bool,
     /// The buffer came from a dma-buf import.
     pub(crate) imported: bool,
+    /// The recycle-cache bin of the allocation's shape: once freed, its address range and slot
+    /// may wait there for the next allocation of the same shape.
+    pub(crate) recycle: Option<BinTag>,
+    /// The CPU view was taken out by a free in flight (which drops it once the buffers are
+    /// freed): the memory still counts as CPU-mapped until then.
+    pub(crate) view_out: bool,
 }
 
 impl<M> MemoryPayload<M> {
@@ -156,7 +176,7 @@ impl<M> MemoryPayload<M> {
         va: Option<(ApertureId, ApertureAllocation)>,
         gpu_id: u32,
     ) -> Self {
-        Self { mapping, va, gpu_id, busy: false, imported: false }
+        Self { mapping, va, gpu_id, busy: false, imported: false, recycle: None, view_out: false }
     }
 }
 
@@ -269,6 +289,28 @@ pub enum SvmMode {
     Reserved,
 }
 
+/// The shape of an allocation request, as the recycle cache tells them apart: every input of
+/// [`MemoryState::plan_alloc`](super) but the fixed address (fixed-address requests are never
+/// served from the cache).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AllocKey {
+    pub(crate) size: u64,
+    pub(crate) align: u64,
+    pub(crate) node: u32,
+    pub(crate) flags: MemFlags,
+}
+
+/// The recycle cache: freed allocations (retired objects, their address ranges still
+/// reserved) by request shape, with each shape's allocation plan.
+pub(crate) type Recycler = RecycleCache<
+    AllocKey,
+    AllocPlan,
+    RetiredObject,
+    RECYCLE_SHAPES,
+    RECYCLE_DEPTH,
+    RECYCLE_CAPACITY,
+>;
+
 /// The memory manager's state (behind the device facade's memory lock).
 pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     pub(crate) objects: ObjectTable<MemoryPayload<M>, (S::IndexNodes, S::Slots)>,
@@ -289,6 +331,13 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     /// the next open (libhsakmt keeps its SVM reservation across close and reopen too).
     pub(crate) reservations: [(u64, u64); MAX_RESERVATIONS],
     pub(crate) reservation_count: usize,
+    /// Freed allocations kept for reuse: retired objects whose address ranges stay reserved.
+    pub(crate) recycle: Recycler,
+    /// Retired objects outside the cache: taken by allocations whose ioctl is in flight, or
+    /// being freed while their CPU view is dropped.
+    pub(crate) claimed: u32,
+    /// Frees whose ioctls are in flight (see [`super::pending`]).
+    pub(crate) pending_frees: Pending<MemoryHandle>,
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
@@ -325,12 +374,19 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             pending: 0,
             reservations: [(0, 0); MAX_RESERVATIONS],
             reservation_count: 0,
+            recycle: RecycleCache::new(),
+            claimed: 0,
+            pending_frees: Pending::EMPTY,
         }
     }
 
     /// Forgets every object and node (dropping CPU mappings); keeps the reservations.
+    /// Pending operations become orphans (see [`super::pending`]).
     pub(crate) fn reset(&mut self) {
         self.objects.clear();
+        self.recycle.clear();
+        self.claimed = 0;
+        self.pending_frees.orphan_all();
         self.mode = SvmMode::None;
         self.handles_ready = false;
         self.nodes = [NodeInfo::EMPTY; MAX_NODES];
@@ -393,13 +449,141 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         n
     }
 
-    /// Reserves an object slot for an allocation about to be created.
+    /// Reserves an object slot for an allocation about to be created, taking one back from
+    /// the recycle cache if every slot is in use.
     pub(crate) fn promise_slot(&mut self) -> Result<(), Error> {
         let capacity = self.objects.capacity();
-        if self.objects.len().saturating_add(self.pending) >= capacity {
-            return Err(Error::CapacityExhausted { capacity });
+        loop {
+            let used = self.objects.len() + self.objects.retired_len();
+            if used.saturating_add(self.pending) < capacity {
+                break;
+            }
+            match self.recycle.pop_any() {
+                Some(r) => self.discard_retired(r),
+                None => return Err(Error::CapacityExhausted { capacity }),
+            }
         }
         self.pending += 1;
+        Ok(())
+    }
+
+    /// Allocates from aperture `id` ([`Aperture::allocate`]); when that fails for want of
+    /// space, of descriptors, or because the (fixed) range is held by the recycle cache, the
+    /// cache is flushed and the allocation tried once more.
+    pub(crate) fn allocate_va(
+        &mut self,
+        id: ApertureId,
+        size: u64,
+        align: Option<u64>,
+        fixed: Option<u64>,
+    ) -> Result<ApertureAllocation, Error> {
+        match self.aperture_mut(id).allocate(size, align, fixed) {
+            Err(
+                Error::OutOfSpace { .. }
+                | Error::AddressInUse { .. }
+                | Error::CapacityExhausted { .. },
+            ) if !self.recycle.is_empty() => {
+                self.flush_recycled();
+                self.aperture_mut(id).allocate(size, align, fixed)
+            }
+            r => r,
+        }
+    }
+
+    /// Releases every allocation the recycle cache holds (their slots and address ranges);
+    /// returns how many. At most [`RECYCLE_CAPACITY`] removals.
+    pub(crate) fn flush_recycled(&mut self) -> u32 {
+        let mut n = 0;
+        while let Some(r) = self.recycle.pop_any() {
+            self.discard_retired(r);
+            n += 1;
+        }
+        n
+    }
+
+    /// Removes a retired object for good and gives its address range back.
+    pub(crate) fn discard_retired(&mut self, r: RetiredObject) {
+        if let Ok(obj) = self.objects.remove_retired(r) {
+            self.release_va(obj.payload.va);
+        }
+    }
+
+    /// Ends the claim on retired object `r` (taken by an allocation, or by a free dropping its
+    /// view); `false` when `r` is no longer retired (the tables were reset meanwhile: there is
+    /// no claim to end).
+    pub(crate) fn unclaim(&mut self, r: RetiredObject) -> bool {
+        if self.objects.retired(r).is_err() {
+            return false;
+        }
+        self.claimed = self.claimed.saturating_sub(1);
+        true
+    }
+
+    /// Puts a retired object (with no CPU view) into its recycle bin, or removes it for good
+    /// when the bin cannot take it. Nothing happens when `r` is no longer retired (the tables
+    /// were reset meanwhile).
+    pub(crate) fn recycle_or_discard(&mut self, tag: Option<BinTag>, r: RetiredObject) {
+        if self.objects.retired(r).is_err() {
+            return;
+        }
+        let rejected = match tag {
+            Some(tag) => self.recycle.put(tag, r).err(),
+            None => Some(r),
+        };
+        if let Some(r) = rejected {
+            self.discard_retired(r);
+        }
+    }
+
+    /// Forgets an object whose buffers are freed and whose CPU view is gone: into the recycle
+    /// cache when its bin takes it, else removed with its address range.
+    pub(crate) fn forget_freed(&mut self, handle: MemoryHandle) {
+        let recycle = &self.recycle;
+        let mut tag = None;
+        let kept = self.objects.retire_if(handle, |o| {
+            tag = o.payload.recycle.filter(|&t| recycle.can_put(t));
+            tag.is_some()
+        });
+        if let (Ok(Some(r)), Some(tag)) = (kept, tag) {
+            if let Err(r) = self.recycle.put(tag, r) {
+                self.discard_retired(r);
+            }
+            return;
+        }
+        if let Ok(obj) = self.objects.remove(handle) {
+            if obj.kind == crate::memory::objects::MemoryKind::Scratch
+                && let Some(n) = self.nodes.get_mut(obj.node as usize)
+            {
+                n.scratch_backing = None;
+            }
+            self.release_va(obj.payload.va);
+        }
+    }
+
+    /// Verifies the recycle cache against the object table: every cached entry names a
+    /// retired object with an address range and no CPU view, at most once, and the cached and
+    /// claimed entries are all the retired objects.
+    pub(crate) fn check_recycled(&self) -> Result<(), Violation> {
+        self.recycle.check()?;
+        for (k, r) in self.recycle.iter().enumerate() {
+            let bad = Violation::SlotList { slot: r.index() };
+            let o = self.objects.retired(r).map_err(|_| bad)?;
+            if o.payload.va.is_none()
+                || o.payload.mapping.is_some()
+                || self.recycle.iter().skip(k + 1).any(|x| x == r)
+            {
+                return Err(bad);
+            }
+        }
+        if self.recycle.len() + self.claimed != self.objects.retired_len() {
+            return Err(Violation::Counter);
+        }
+        // Pending frees name live, busy objects.
+        if !self.pending_frees.consistent()
+            || !self.pending_frees.live().all(|h| self.objects.get(h).is_ok_and(|o| o.payload.busy))
+        {
+            return Err(Violation::SlotList { slot: u32::MAX });
+        }
         Ok(())
     }
 
