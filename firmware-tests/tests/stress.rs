@@ -455,3 +455,40 @@ fn threads_share_the_driver_layer() {
         assert_eq!(sim.accounting(), SimAccounting::default(), "the kernel holds nothing");
     });
 }
+
+/// A driver dropped without `shutdown`, with queues, signals and memory alive: its views go
+/// before the facade, which then closes the device — the kernel holds nothing and the address
+/// space the facade reserved is given back.
+#[test]
+fn dropping_a_busy_driver_loses_nothing() {
+    use hsakmt_core::driver::{AgentKind, Driver, DriverId, DriverKind, KfdDriver, QueueParams};
+    with_big_stack(|| {
+        let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
+        let d = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(0), sim.clone()));
+        d.init().unwrap();
+        let gpu = (0..d.agent_count())
+            .filter_map(|i| d.agent(i))
+            .find(|a| a.kind == AgentKind::Gpu)
+            .unwrap()
+            .id;
+        let q = d.create_queue(gpu, &QueueParams::default()).unwrap();
+        let s = d.create_signal(1).unwrap();
+        let region = d.regions(gpu).unwrap()[0].id;
+        let b = d.allocate(region, 1 << 16).unwrap();
+        d.copy(gpu, b.addr, b.addr + 4096, 4096, &[], s).unwrap();
+        let _ = q;
+        assert!(sim.accounting().queues > 0);
+        let mapped = |addr: u64| {
+            std::fs::read_to_string("/proc/self/maps").unwrap().lines().any(|l| {
+                let (a, b) = l.split_whitespace().next().unwrap().split_once('-').unwrap();
+                let (a, b) =
+                    (u64::from_str_radix(a, 16).unwrap(), u64::from_str_radix(b, 16).unwrap());
+                (a..b).contains(&addr)
+            })
+        };
+        assert!(mapped(b.addr));
+        drop(d);
+        assert_eq!(sim.accounting(), SimAccounting::default());
+        assert!(!mapped(b.addr), "the facade gave its address reservations back");
+    });
+}
