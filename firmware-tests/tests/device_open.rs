@@ -121,3 +121,39 @@ fn hidden_gpus_are_reported_not_fatal() {
         assert_eq!(kfd.platform().gpu_ids().len(), 31, "the kernel exposes 31 usable GPUs");
     });
 }
+
+/// Dropping an open device closes it — queues and events destroyed, the kernel's state ended —
+/// and gives its address reservations back to the process; nothing outlives the facade.
+#[test]
+fn dropping_an_open_device_closes_it_and_returns_its_address_space() {
+    use hsakmt_core::device::queue::{QueueDesc, QueueType};
+    use hsakmt_core::device::{EventDescriptor, MapNodes};
+    use hsakmt_core::memory::MemFlags;
+    use hsakmt_sim::SimAccounting;
+    let mapped = |addr: u64| {
+        std::fs::read_to_string("/proc/self/maps").unwrap().lines().any(|l| {
+            let r = l.split_whitespace().next().unwrap();
+            let (a, b) = r.split_once('-').unwrap();
+            (u64::from_str_radix(a, 16).unwrap()..u64::from_str_radix(b, 16).unwrap())
+                .contains(&addr)
+        })
+    };
+    with_big_stack(|| {
+        let sim = SimPlatform::new();
+        let kfd = device(sim.clone());
+        kfd.open().unwrap();
+        assert_eq!(kfd.open(), Ok(Opened::Again { count: 2 }));
+        let node = kfd.gpu_nodes().unwrap().first().unwrap();
+        let flags = MemFlags::NON_PAGED | MemFlags::HOST_ACCESS;
+        let a = kfd.alloc_memory(0, 8192, flags).unwrap();
+        kfd.map_memory_to_gpu(a.addr, MapNodes::All).unwrap();
+        let addr = a.addr;
+        drop(a);
+        kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
+        kfd.create_event(&EventDescriptor::signal()).unwrap();
+        assert!(mapped(addr));
+        drop(kfd);
+        assert_eq!(sim.accounting(), SimAccounting::default(), "the kernel's state ended");
+        assert!(!mapped(addr), "the reservation holding the buffer was given back");
+    });
+}

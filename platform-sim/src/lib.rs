@@ -66,6 +66,7 @@ pub struct SimBuilder {
     hidden_nodes: HashSet<u32>,
     device: DeviceState,
     cp: gpu::CpConfig,
+    stale_pid: bool,
 }
 
 /// How long an idle queue processor keeps polling before it sleeps (threaded mode).
@@ -81,6 +82,7 @@ impl Default for SimBuilder {
             hidden_nodes: HashSet::new(),
             device: DeviceState::Present,
             cp: gpu::CpConfig::new(CpMode::Threaded, DEFAULT_CP_IDLE_SPIN),
+            stale_pid: false,
         }
     }
 }
@@ -145,6 +147,17 @@ impl SimBuilder {
         self
     }
 
+    /// Gives the platform a process-id cache that a fork does not wipe (a plain cache, or a
+    /// child made by `clone` that skips fork handlers — the case libhsakmt guards against): the
+    /// library then learns of a fork only when the kernel answers `EBADF`, which refreshes the
+    /// cache (as libhsakmt re-reads `getpid` on `EBADF`). The simulated kernel always knows the
+    /// real caller. Default: off (the cache is wiped on fork).
+    #[must_use]
+    pub fn stale_process_id(mut self, stale: bool) -> Self {
+        self.stale_pid = stale;
+        self
+    }
+
     /// Runs dispatches with the host kernels of `kernels` (default: a registry of its own).
     /// Share one registry with a [`HostDriver`] and a kernel registered once has the same
     /// kernel-object address on both.
@@ -164,6 +177,7 @@ impl SimBuilder {
             inherit_env: self.inherit_env,
             hidden_nodes: Arc::new(self.hidden_nodes),
             epoch: Instant::now(),
+            stale_pid: self.stale_pid.then(|| Arc::new(std::sync::atomic::AtomicU32::new(0))),
             kfd: Arc::new(kfd::KfdModel::new(
                 &Topology::new(),
                 self.kfd_version,
@@ -203,6 +217,8 @@ pub struct SimPlatform {
     inherit_env: bool,
     hidden_nodes: Arc<HashSet<u32>>,
     epoch: Instant,
+    /// The fork-surviving process-id cache of [`SimBuilder::stale_process_id`].
+    stale_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
     kfd: Arc<kfd::KfdModel>,
 }
 
@@ -458,6 +474,106 @@ impl SimPlatform {
     }
 }
 
+/// Everything the simulated kernel holds for the process, in one comparable value: what a
+/// fault sweep or a stress test checks returns to its baseline ([`SimPlatform::accounting`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimAccounting {
+    /// Whether `/dev/kfd` is open by the calling process.
+    pub open: bool,
+    /// Live buffer objects, on every GPU.
+    pub buffers: usize,
+    /// Buffer mappings (a buffer mapped on `n` GPUs counts `n`).
+    pub mappings: usize,
+    /// VRAM bytes allocated, on every GPU.
+    pub vram_bytes: u64,
+    /// System-memory bytes (GTT and user-pointer buffers), on every GPU.
+    pub system_bytes: u64,
+    /// Buffers a queue uses (ring, pointers, EOP, context-save area).
+    pub pinned_buffers: usize,
+    /// Live dma-bufs.
+    pub dmabufs: usize,
+    /// SVM ranges with attributes.
+    pub svm_ranges: usize,
+    /// GPUs with a scratch backing programmed.
+    pub scratch_backings: usize,
+    /// User queues.
+    pub queues: usize,
+    /// Hung queues ([`SimPlatform::hang_queue`]).
+    pub hung_queues: usize,
+    /// Events.
+    pub events: usize,
+    /// Threads blocked in `WAIT_EVENTS`.
+    pub event_waiters: usize,
+    /// Whether XNACK is on.
+    pub xnack: bool,
+}
+
+impl SimPlatform {
+    /// The simulated kernel's accounting of the process (see [`SimAccounting`]).
+    #[must_use]
+    pub fn accounting(&self) -> SimAccounting {
+        let (t, xnack, dmabufs) = {
+            let m = kfd::lock(&self.kfd.memory);
+            (m.totals(), m.xnack, m.dmabuf_count())
+        };
+        let queues = self.kfd.gpu.queue_ids();
+        let hung_queues =
+            queues.iter().filter(|q| self.kfd.gpu.queue(**q).is_some_and(|q| q.is_hung())).count();
+        SimAccounting {
+            open: self.kfd.is_open_by_caller(),
+            buffers: t.buffers,
+            mappings: t.mappings,
+            vram_bytes: t.vram_bytes,
+            system_bytes: t.system_bytes,
+            pinned_buffers: t.pinned,
+            dmabufs,
+            svm_ranges: t.svm_ranges,
+            scratch_backings: t.scratch_backings,
+            queues: queues.len(),
+            hung_queues,
+            events: self.kfd.events.count(),
+            event_waiters: self.kfd.events.sleeping(),
+            xnack,
+        }
+    }
+
+    /// Hangs queue `queue_id`: the command processor stops consuming it (doorbells still
+    /// record) until [`SimPlatform::release_queue`]. While it is hung the kernel cannot preempt
+    /// it: `DESTROY_QUEUE` removes it anyway but fails with `ETIME` and `UPDATE_QUEUE` fails
+    /// with `ETIME`, each resetting the GPU (its HW-exception events are raised, cause GPU
+    /// hang), as amdkfd does when the HWS does not answer. Returns whether the queue exists.
+    pub fn hang_queue(&self, queue_id: u32) -> bool {
+        self.kfd.gpu.hang_queue(queue_id)
+    }
+
+    /// Releases a hung queue: it resumes at its read index. Returns whether the queue exists.
+    pub fn release_queue(&self, queue_id: u32) -> bool {
+        self.kfd.gpu.release_queue(queue_id)
+    }
+
+    /// A wave of queue `queue_id` faults on a memory access at `address`: the queue stops with
+    /// `EC_QUEUE_WAVE_MEMORY_VIOLATION` (its error payload and error event are written, as for a
+    /// kernel touching unmapped memory), and the process's memory events receive the address.
+    /// Returns whether the queue existed and was not already in error.
+    pub fn fault_queue_memory(&self, queue_id: u32, address: u64) -> bool {
+        let ec = hsakmt_core::uapi::EC_QUEUE_WAVE_MEMORY_VIOLATION;
+        self.kfd.gpu.fault_queue(queue_id, ec, Some(address))
+    }
+
+    /// Queue `queue_id` stops with exception `exception` (an `EC_QUEUE_*` code), as if a wave
+    /// raised it: the error payload and error event are written. Returns whether the queue
+    /// existed and was not already in error.
+    pub fn fault_queue(&self, queue_id: u32, exception: u32) -> bool {
+        self.kfd.gpu.fault_queue(queue_id, exception, None)
+    }
+
+    /// GPUs reset because a hung queue could not be preempted, in order.
+    #[must_use]
+    pub fn gpu_resets(&self) -> Vec<u32> {
+        self.kfd.cp_events.resets.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
 /// The events side of the simulated kernel and GPU: what the simulated command processor and
 /// the fault injector use, and what tests inspect.
 impl SimPlatform {
@@ -566,6 +682,16 @@ impl hsakmt_core::platform::Host for SimPlatform {
     }
 
     fn process_id(&self) -> u32 {
+        if let Some(cache) = &self.stale_pid {
+            return match cache.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => {
+                    let pid = self.kfd.process_id();
+                    cache.store(pid, std::sync::atomic::Ordering::Relaxed);
+                    pid
+                }
+                pid => pid,
+            };
+        }
         self.kfd.process_id()
     }
 

@@ -7,6 +7,7 @@ mod fuzz;
 mod fuzz_seeds;
 mod image_test;
 mod size;
+mod tsan;
 mod uapi_check;
 
 use std::process::{Command, ExitCode};
@@ -23,6 +24,9 @@ commands:
   size [--json] build the no-libc image and the static `hsakmt`, report their sizes and the
                topology snapshot's (goals: image <= 128 KiB, hsakmt <= 2 MiB)
   image-test   build the image and run it against every simulator profile
+  tsan [--seconds N]
+               the thread stress test (N s, default 3) and the core unit tests under
+               ThreadSanitizer (nightly with rust-src; installs the component when missing)
   uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)";
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
         "image-test" => image_test::image_test(rest),
+        "tsan" => tsan::tsan(rest),
         "uapi-check" => uapi_check::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

@@ -643,6 +643,32 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
     }
 
+    /// Verifies the event state (`O(capacity + events²)`; for tests and debug sweeps): the
+    /// table's own invariants ([`EventTable::check_invariants`]), that the lock-free handle
+    /// mirror names exactly the events of the table, and that the event page is published
+    /// exactly when its state says so.
+    ///
+    /// # Errors
+    /// The first [`Violation`](crate::memory::Violation) found.
+    pub fn check_event_invariants(&self) -> Result<(), crate::memory::Violation> {
+        use crate::memory::Violation;
+        let table = self.events.table.lock();
+        table.check_invariants()?;
+        for (i, mirror) in self.events.generations.iter().enumerate() {
+            let expected = table.occupant(i).map_or(0, EventHandle::generation);
+            if mirror.load(Ordering::Acquire) != expected {
+                return Err(Violation::Dangling { slot: i as u32 });
+            }
+        }
+        drop(table);
+        let state = self.events.page_state.load(Ordering::Acquire);
+        let page = self.events.page.read().is_some();
+        if (state == PAGE_READY) != page && state != PAGE_CREATING {
+            return Err(Violation::Counter);
+        }
+        Ok(())
+    }
+
     /// Destroys every event and drops the page mapping (the last close).
     pub(crate) fn teardown_events(&self) {
         loop {

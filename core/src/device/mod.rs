@@ -165,6 +165,18 @@ impl From<mem::Error> for Error {
     }
 }
 
+/// Compile-time proof that the facade and the KFD driver are `Send + Sync` over every
+/// platform (platforms are `Send + Sync`, and so are their shared-memory views): a change that
+/// breaks it fails to build here rather than in a user's crate.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    #[expect(dead_code, reason = "type-checked by the compiler, never called")]
+    fn facade_and_driver<P: Platform>() {
+        shareable::<Kfd<P>>();
+        shareable::<crate::driver::KfdDriver<P>>();
+    }
+};
+
 /// The KFD device facade over platform `P`, with memory tables in storage `S`.
 pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY_OBJECTS>> {
     platform: P,
@@ -183,6 +195,43 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
             .field("open_count", &self.session.count())
             .field("version", &self.session.version())
             .finish_non_exhaustive()
+    }
+}
+
+/// Dropping the facade ends what it holds in this process: an open device is closed as by its
+/// last [`Kfd::close`] (queues and events destroyed, memory forgotten, `/dev/kfd` closed, the
+/// kernel releasing the buffers), and the address ranges it reserved are given back — unless a
+/// caller still holds a CPU view of its memory, in which case the memory and ranges stay (a view
+/// never outlives its memory). In a forked child nothing of the parent's is touched.
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Drop for Kfd<P, S> {
+    fn drop(&mut self) {
+        match self.session.usability(self.platform.process_id()) {
+            Usability::Forked => {
+                self.platform.close();
+                self.forget_parent_state();
+                return;
+            }
+            Usability::Open => {
+                self.teardown_queues();
+                self.teardown_events();
+                let held = self.close_memory().is_err();
+                self.session.reset();
+                self.platform.close();
+                if held {
+                    return;
+                }
+            }
+            Usability::Closed => {}
+        }
+        let mut st = self.memory.lock();
+        if st.shared_mappings() > 0 {
+            return;
+        }
+        st.reset();
+        let count = core::mem::take(&mut st.reservation_count);
+        for &(base, size) in st.reservations.iter().take(count) {
+            let _ = self.platform.release_va(base, size);
+        }
     }
 }
 
@@ -239,9 +288,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 // The parent's descriptor and mappings are not ours; forget them.
                 self.platform.close();
                 self.session.reset();
-                self.forget_queues();
-                self.forget_memory_after_fork();
-                self.events.forget();
+                self.forget_parent_state();
             }
             Usability::Closed => {}
         }
@@ -253,6 +300,15 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 Err(e)
             }
         }
+    }
+
+    /// A forked child forgets its parent's queues, memory and events without touching any of
+    /// them (no ioctl, no unmapping: see `forget_parent_memory`); the topology snapshot stays
+    /// valid.
+    fn forget_parent_state(&self) {
+        self.forget_queues();
+        self.forget_parent_memory();
+        self.events.forget();
     }
 
     fn start(&self, pid: u32) -> Result<(), Error> {
@@ -354,6 +410,19 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         } else {
             Err(Error::NotSupported { feature, needs_minor: minor, kernel })
         }
+    }
+
+    /// Verifies every table of the facade — memory objects and apertures
+    /// ([`Kfd::check_memory_invariants`]), queues ([`Kfd::check_queue_invariants`]) and events
+    /// ([`Kfd::check_event_invariants`]). `O(capacity)`; meant for tests and debug sweeps, at a
+    /// moment no other thread is changing the tables.
+    ///
+    /// # Errors
+    /// The first [`mem::Violation`] found.
+    pub fn check_invariants(&self) -> Result<(), mem::Violation> {
+        self.check_memory_invariants()?;
+        self.check_queue_invariants()?;
+        self.check_event_invariants()
     }
 
     /// Issues an ioctl on an open device, retrying when a signal interrupted it.

@@ -89,13 +89,18 @@ struct State<M: SharedMemory> {
 }
 
 /// The [`Driver`] over the KFD facade.
+///
+/// Dropping it without [`Driver::shutdown`] is safe and loses nothing: its producers, cached
+/// rings and signal memory go first (fields drop in declaration order), then the facade, which
+/// closes the device ([`Kfd`]'s `Drop`).
 pub struct KfdDriver<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY_OBJECTS>> {
     kind: DriverKind,
     id: DriverId,
-    kfd: Kfd<P, S>,
     state: spin::RwLock<State<P::Mapping>>,
     sdma: spin::Mutex<heapless::Vec<(u32, SdmaQueue<P::Mapping>), MAX_AGENTS>>,
     signals: spin::Mutex<SignalPool<P::Mapping>>,
+    /// Last: every view above is dropped before the facade closes the device.
+    kfd: Kfd<P, S>,
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for KfdDriver<P, S> {

@@ -1,6 +1,7 @@
 //! [`EventTable`]: the process's events in fixed-capacity, generation-checked slots.
 
 use crate::event::{Error, EventHandle, EventType, ResetMode};
+use crate::memory::Violation;
 
 /// Events a table holds unless told otherwise: the kernel's limit on signal events at once
 /// (4095, ids 1..4096) plus one.
@@ -248,6 +249,81 @@ impl<const N: usize> EventTable<N> {
             State::Live(r) => Some((EventHandle::new(i as u16, s.generation), r)),
             _ => None,
         })
+    }
+
+    /// The handle of the event in slot `index` — live or being destroyed — if any.
+    #[must_use]
+    pub fn occupant(&self, index: usize) -> Option<EventHandle> {
+        let s = self.slots.get(index)?;
+        match s.state {
+            State::Live(_) | State::Destroying(_) => {
+                Some(EventHandle::new(u16::try_from(index).ok()?, s.generation))
+            }
+            State::Free { .. } | State::Reserved => None,
+        }
+    }
+
+    /// Verifies the table's invariants (`O(N + events²)`; for tests and debug sweeps): no
+    /// generation is 0; the free list links exactly the freed slots, without cycles; slots
+    /// never used are free; the event count matches; no two events share a kernel id or an
+    /// event-page slot.
+    ///
+    /// # Errors
+    /// The first [`Violation`] found.
+    pub fn check_invariants(&self) -> Result<(), Violation> {
+        let unused = usize::from(self.unused);
+        if unused > N {
+            return Err(Violation::Counter);
+        }
+        let (mut free, mut occupied) = (0usize, 0usize);
+        for (i, s) in self.slots.iter().enumerate() {
+            let slot = i as u32;
+            if s.generation == 0 {
+                return Err(Violation::SlotList { slot });
+            }
+            match s.state {
+                State::Free { .. } => free += usize::from(i < unused),
+                _ if i >= unused => return Err(Violation::SlotList { slot }),
+                State::Live(_) | State::Destroying(_) => occupied += 1,
+                State::Reserved => {}
+            }
+        }
+        if occupied != self.live {
+            return Err(Violation::Counter);
+        }
+        // Walk the free list: at most `free` steps, each to a free, used-before slot.
+        let (mut at, mut steps) = (self.free_head, 0usize);
+        while at != NONE {
+            let i = usize::from(at);
+            let ok = i < unused
+                && matches!(self.slots.get(i), Some(Slot { state: State::Free { .. }, .. }));
+            if !ok || steps >= free {
+                return Err(Violation::FreeList { slot: u32::from(at) });
+            }
+            steps += 1;
+            at = match self.slots.get(i).map(|s| s.state) {
+                Some(State::Free { next }) => next,
+                _ => NONE,
+            };
+        }
+        if steps != free {
+            return Err(Violation::FreeList { slot: u32::MAX });
+        }
+        let record = |s: &Slot| match s.state {
+            State::Live(r) | State::Destroying(r) => Some(r),
+            State::Free { .. } | State::Reserved => None,
+        };
+        let used = self.slots.get(..unused).unwrap_or_default();
+        for (i, a) in used.iter().enumerate() {
+            let Some(a) = record(a) else { continue };
+            for b in used.get(i + 1..).unwrap_or_default().iter().filter_map(record) {
+                let same_slot = a.slot.is_some() && a.slot == b.slot;
+                if a.id == b.id || same_slot {
+                    return Err(Violation::Duplicate { slot: i as u32 });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The live event with kernel id `id`, if any (a linear scan).

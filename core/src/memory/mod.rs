@@ -426,6 +426,17 @@ pub enum Violation {
     },
     /// A cached counter (bytes, live count) disagrees with the table's contents.
     Counter,
+    /// Two entries claim what only one may hold (a kernel id, an event-page slot).
+    Duplicate {
+        /// Slot index of one of the entries.
+        slot: u32,
+    },
+    /// An entry refers to something that does not exist (a queue's buffer missing from the
+    /// memory table, a handle mirror naming no event).
+    Dangling {
+        /// Slot index of the offending entry.
+        slot: u32,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -439,6 +450,8 @@ impl fmt::Display for Violation {
             Self::Overlap { slot } => write!(f, "object at slot {slot} overlaps another"),
             Self::SlotList { slot } => write!(f, "slot free list broken at slot {slot}"),
             Self::Counter => f.write_str("cached counter disagrees with contents"),
+            Self::Duplicate { slot } => write!(f, "entry at slot {slot} duplicates another"),
+            Self::Dangling { slot } => write!(f, "entry at slot {slot} refers to nothing"),
         }
     }
 }

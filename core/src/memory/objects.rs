@@ -1216,6 +1216,20 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         })
     }
 
+    /// Removes every object, handing each payload to `f` instead of dropping it in place
+    /// (`O(capacity)`): for payloads that must not be dropped normally, e.g. views of memory a
+    /// forked child did not inherit. Handles issued before stay stale.
+    pub fn clear_with(&mut self, mut f: impl FnMut(T)) {
+        let hwm = self.hwm as usize;
+        let (_, slots) = self.slots.split_mut();
+        for s in slots.iter_mut().take(hwm) {
+            if let Some(o) = s.object.take() {
+                f(o.payload);
+            }
+        }
+        self.clear();
+    }
+
     /// Removes every object, retired ones included (dropping payloads; `O(capacity)`).
     /// Handles and retired-object references issued before stay stale.
     pub fn clear(&mut self) {

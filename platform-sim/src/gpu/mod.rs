@@ -15,6 +15,13 @@
 //! Either way a queue processes packets only while it is *active* — a ring, a non-zero
 //! percentage, no error — exactly amdkfd's `QUEUE_IS_ACTIVE`; disabling it by
 //! `UPDATE_QUEUE` stops consumption and re-enabling resumes at the read index.
+//!
+//! # Injected hangs
+//! [`GpuModel::hang_queue`] makes the processor stop consuming one queue (doorbells still
+//! record) until [`GpuModel::release_queue`]: a hung wave. As on real hardware with the HWS, the
+//! kernel then cannot preempt the queue: `DESTROY_QUEUE` removes it anyway and fails with
+//! `ETIME` (amdkfd's `pqm_destroy_queue` keeps going on `-ETIME`), `UPDATE_QUEUE` fails with
+//! `ETIME` and changes nothing, and the GPU is reset (its HW-exception events are raised).
 
 pub(crate) mod aql;
 pub(crate) mod kernel;
@@ -112,6 +119,8 @@ pub struct QueueState {
     pub doorbell_index: u32,
     /// The error that stopped the queue.
     pub fault: Option<QueueFault>,
+    /// Whether the queue is hung by injection ([`crate::SimPlatform::hang_queue`]).
+    pub hung: bool,
 }
 
 /// Where the command processor raises interrupts: the events model.
@@ -138,6 +147,11 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool);
     /// A queue went into error.
     fn queue_error(&self, fault: &QueueFault);
+    /// The kernel could not preempt a hung queue on `gpu_id` and resets the GPU
+    /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.
+    fn gpu_hang(&self, gpu_id: u32) {
+        let _ = gpu_id;
+    }
 }
 
 /// The events model until the simulator's event table takes over: records what was raised.
@@ -146,6 +160,8 @@ pub(crate) struct RecordedEvents {
     pub(crate) signaled: Mutex<Vec<u32>>,
     pub(crate) memory_faults: Mutex<Vec<(u32, u64, bool)>>,
     pub(crate) queue_errors: Mutex<Vec<QueueFault>>,
+    /// GPUs reset because a hung queue could not be preempted.
+    pub(crate) resets: Mutex<Vec<u32>>,
 }
 
 impl EventHooks for RecordedEvents {
@@ -157,6 +173,9 @@ impl EventHooks for RecordedEvents {
     }
     fn queue_error(&self, fault: &QueueFault) {
         lock(&self.queue_errors).push(*fault);
+    }
+    fn gpu_hang(&self, gpu_id: u32) {
+        lock(&self.resets).push(gpu_id);
     }
 }
 
@@ -321,6 +340,8 @@ pub(crate) struct SimQueue {
     pending: AtomicBool,
     sleeping: AtomicBool,
     stop: AtomicBool,
+    /// Injected hang: the processor does not consume the queue.
+    hung: AtomicBool,
     wake: Mutex<()>,
     cv: Condvar,
     fault: Mutex<Option<QueueFault>>,
@@ -356,6 +377,7 @@ impl SimQueue {
             pending: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            hung: AtomicBool::new(false),
             wake: Mutex::new(()),
             cv: Condvar::new(),
             fault: Mutex::new(None),
@@ -397,6 +419,21 @@ impl SimQueue {
             packets: self.packets(),
             doorbell_index: self.doorbell_index,
             fault,
+            hung: self.is_hung(),
+        }
+    }
+
+    /// Whether the queue is hung by injection.
+    pub(crate) fn is_hung(&self) -> bool {
+        self.hung.load(Ordering::Acquire)
+    }
+
+    /// Hangs (`true`) or releases (`false`) the queue; a released queue resumes at its read
+    /// index.
+    pub(crate) fn set_hung(&self, hung: bool) {
+        self.hung.store(hung, Ordering::Release);
+        if !hung {
+            self.kick();
         }
     }
 
@@ -450,7 +487,7 @@ impl SimQueue {
     /// Runs the queue for at most `budget` packets.
     pub(crate) fn step(&self, cp: &Cp, budget: usize) -> Step {
         let mut exec = lock(&self.exec);
-        if self.stop.load(Ordering::Acquire) || lock(&self.fault).is_some() {
+        if self.stop.load(Ordering::Acquire) || self.is_hung() || lock(&self.fault).is_some() {
             return Step::Idle;
         }
         let regs = self.regs();
@@ -566,9 +603,17 @@ fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
     }
 }
 
-struct Live {
+/// A live queue and its processor thread.
+pub(crate) struct Live {
     q: Arc<SimQueue>,
     worker: Option<JoinHandle<()>>,
+}
+
+impl Live {
+    /// The queue.
+    pub(crate) fn queue(&self) -> &Arc<SimQueue> {
+        &self.q
+    }
 }
 
 /// The simulated GPUs: facts, doorbell routing, live queues, the shared processor state.
@@ -645,10 +690,39 @@ impl GpuModel {
     /// Stops a queue: its processor finishes the packet at hand and exits; the doorbell goes
     /// nowhere.
     pub(crate) fn stop(&self, qid: u32) -> Option<Arc<SimQueue>> {
+        self.detach(qid).map(|live| self.halt(live))
+    }
+
+    /// Takes queue `qid` out of the live set and unroutes its doorbell, so its id and doorbell
+    /// index may be reused at once; [`GpuModel::halt`] then stops its processor.
+    pub(crate) fn detach(&self, qid: u32) -> Option<Live> {
         let live = lock(&self.queues).remove(&qid)?;
         if let Some(d) = self.doorbells.get(&live.q.gpu_id) {
             d.set(live.q.doorbell_index, None);
         }
+        Some(live)
+    }
+
+    /// Forgets every queue of a process this one was forked from: their processor threads do
+    /// not exist here (a fork copies only the calling thread), so nothing is stopped or joined;
+    /// their doorbells go nowhere.
+    pub(crate) fn forget_inherited(&self) {
+        let lives = std::mem::take(&mut *lock(&self.queues));
+        for (_, live) in lives {
+            if let Some(d) = self.doorbells.get(&live.q.gpu_id) {
+                d.set(live.q.doorbell_index, None);
+            }
+            // The pins name buffers of the forgotten process; the handle names a thread that
+            // is not in this process.
+            std::mem::forget(std::mem::take(&mut *lock(&live.q.pins)));
+            std::mem::forget(live.worker);
+        }
+        *lock(&self.pqm) = pqm::Pqm::default();
+        self.cp.vm.set_live_queues(0);
+    }
+
+    /// Stops a detached queue's processor (it finishes the packet at hand and exits).
+    pub(crate) fn halt(&self, live: Live) -> Arc<SimQueue> {
         live.q.stop.store(true, Ordering::SeqCst);
         live.q.kick();
         if let Some(w) = live.worker
@@ -656,7 +730,7 @@ impl GpuModel {
         {
             let _ = w.join();
         }
-        Some(live.q)
+        live.q
     }
 
     /// The live queue `qid`.
@@ -667,6 +741,35 @@ impl GpuModel {
     /// Ids of the live queues.
     pub(crate) fn queue_ids(&self) -> Vec<u32> {
         lock(&self.queues).keys().copied().collect()
+    }
+
+    /// Hangs queue `qid` (see the module docs); `false` when there is no such queue.
+    pub(crate) fn hang_queue(&self, qid: u32) -> bool {
+        self.queue(qid).map(|q| q.set_hung(true)).is_some()
+    }
+
+    /// Releases a hung queue `qid`; `false` when there is no such queue.
+    pub(crate) fn release_queue(&self, qid: u32) -> bool {
+        self.queue(qid).map(|q| q.set_hung(false)).is_some()
+    }
+
+    /// Puts queue `qid` into error with `exception` (as a wave hitting it would), at the
+    /// packet under its read pointer; `false` when there is no such queue or it already
+    /// stopped with an error.
+    pub(crate) fn fault_queue(&self, qid: u32, exception: u32, address: Option<u64>) -> bool {
+        let Some(q) = self.queue(qid) else { return false };
+        // Serialise with the processor: the fault lands between packets.
+        let _exec = lock(&q.exec);
+        if q.fault().is_some() {
+            return false;
+        }
+        let packet = self
+            .cp
+            .vm
+            .resolve(q.gpu_id, q.read_pointer, 8)
+            .map_or(0, |r| r.u64s().first().map_or(0, |w| w.load(Ordering::Acquire)));
+        q.raise_fault(&self.cp, exception, packet, address);
+        true
     }
 
     /// Runs every queue until none makes progress; returns the packets consumed.

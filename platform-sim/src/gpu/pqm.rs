@@ -39,7 +39,7 @@ use hsakmt_core::uapi::{
 };
 
 use super::vm::{GPU_PAGE, Pin};
-use super::{GpuModel, QueueKind, Regs, SimQueue, lock};
+use super::{GpuModel, Live, QueueKind, Regs, SimQueue, lock};
 
 /// The kernel's `-ENOTSUPP` (not a userspace errno, but what the ioctl returns).
 pub(crate) const ENOTSUPP: Errno = Errno(524);
@@ -367,7 +367,8 @@ impl GpuModel {
         if let QueueKind::Sdma { engine } = kind {
             *pqm.sdma.entry((f.gpu_id, engine)).or_default() += 1;
         }
-        drop(pqm);
+        // The queue goes live before the lock is dropped: a destroy of its id (the id and the
+        // doorbell index are taken now) must find it.
         let regs = Regs {
             ring_address: a.ring_base_address,
             ring_size: u64::from(a.ring_size),
@@ -386,6 +387,7 @@ impl GpuModel {
             pins,
         );
         self.start(Arc::new(q));
+        drop(pqm);
         a.queue_id = qid;
         a.doorbell_offset = MMAP_TYPE_DOORBELL | (u64::from(f.gpu_id) << MMAP_GPU_ID_SHIFT);
         if f.soc15() {
@@ -394,7 +396,10 @@ impl GpuModel {
         Ok(())
     }
 
-    /// Stops and forgets queue `qid`, releasing its pins and slots.
+    /// Stops and forgets queue `qid`, releasing its pins and slots. The id, the doorbell index
+    /// and the engine slot are released together with taking the queue out of the live set
+    /// (under the process lock), so a concurrent creation reusing them never meets the old
+    /// queue; the processor is stopped after.
     fn remove(&self, qid: u32) -> Result<(), Errno> {
         let mut pqm = lock(&self.pqm);
         let gpu = pqm.qids.remove(&qid).ok_or(Errno::EINVAL)?;
@@ -403,9 +408,8 @@ impl GpuModel {
         if pqm.gws.get(&gpu) == Some(&qid) {
             pqm.gws.remove(&gpu);
         }
-        drop(pqm);
-        if let Some(q) = self.stop(qid) {
-            let mut pqm = lock(&self.pqm);
+        let live = self.detach(qid);
+        if let Some(q) = live.as_ref().map(Live::queue) {
             if let Some(s) = pqm.doorbells.get_mut(&gpu) {
                 s.remove(&q.doorbell_index);
             }
@@ -414,16 +418,28 @@ impl GpuModel {
             {
                 *n = n.saturating_sub(1);
             }
-            drop(pqm);
+        }
+        drop(pqm);
+        if let Some(live) = live {
+            let q = self.halt(live);
             let pins = std::mem::take(&mut *lock(&q.pins));
             self.put_pins(&pins);
         }
         Ok(())
     }
 
-    /// `AMDKFD_IOC_DESTROY_QUEUE`.
+    /// `AMDKFD_IOC_DESTROY_QUEUE`. A hung queue cannot be preempted: amdkfd removes it anyway,
+    /// resets the GPU and fails with `ETIME` (`pqm_destroy_queue` carries on after `-ETIME`).
     pub(crate) fn destroy_queue(&self, a: &kfd_ioctl_destroy_queue_args) -> Result<(), Errno> {
-        self.remove(a.queue_id)
+        let hung = self.queue(a.queue_id).filter(|q| q.is_hung()).map(|q| q.gpu_id);
+        self.remove(a.queue_id)?;
+        match hung {
+            Some(gpu_id) => {
+                self.cp.events.gpu_hang(gpu_id);
+                Err(Errno::ETIME)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Destroys every queue (the process released `/dev/kfd`).
@@ -452,6 +468,11 @@ impl GpuModel {
             a.ring_size = KFD_MIN_QUEUE_RING_SIZE;
         }
         let q = self.queue(a.queue_id).ok_or(Errno::EFAULT)?;
+        if q.is_hung() {
+            // The HWS cannot unmap the queue to change it: the preemption times out.
+            self.cp.events.gpu_hang(q.gpu_id);
+            return Err(Errno::ETIME);
+        }
         let size = u64::from(a.ring_size);
         if a.ring_base_address != 0 {
             let pin = self

@@ -289,3 +289,55 @@ fn aql_barrier_or_ib_and_unsupported() {
     assert_eq!(q.fault().unwrap().packet, 2);
     m.stop(0);
 }
+
+/// Injected hang: a hung queue consumes nothing however its doorbell rings, and resumes at its
+/// read index once released; an injected memory fault stops it with the address reported.
+#[test]
+fn hung_queue_waits_for_release_and_memory_faults_stop_it() {
+    use hsakmt_core::uapi::EC_QUEUE_WAVE_MEMORY_VIOLATION;
+    let (m, vm, events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let mem = host(&vm, 4096);
+    let q = queue(QueueKind::Aql, &ring, &ptrs);
+    m.start(q.clone());
+    for slot in 0..64 {
+        ring.u32s()[slot * 16].store(1, Ordering::Relaxed);
+    }
+    let done = Signal::new(&mem, 0).unwrap();
+    done.init(&SignalInit::User { value: 2, mailbox: None });
+    for i in 0..2 {
+        let b = Barrier {
+            flags: HeaderFlags::SYSTEM,
+            dep_signals: [0; 5],
+            completion_signal: done.handle(),
+        };
+        let w = AqlPacket::BarrierAnd(b).to_words().unwrap();
+        ring.u32s()[i * 16 + 1].store(w.dw[1], Ordering::Relaxed);
+        for (k, v) in w.qw.iter().enumerate() {
+            ring.u64s()[i * 8 + 1 + k].store(*v, Ordering::Relaxed);
+        }
+        ring.u32s()[i * 16].store(w.dw[0], Ordering::Release);
+    }
+    assert!(m.hang_queue(0));
+    assert!(!m.hang_queue(9), "no such queue");
+    assert!(q.state().hung);
+    let doorbells = m.doorbells(1).unwrap();
+    crate::mapping::DoorbellSink::rung(&*doorbells, 0, 0);
+    assert_eq!(m.run_until_idle(), 0, "hung: nothing consumed");
+    assert_eq!(done.load_acquire(), 2);
+    assert!(m.release_queue(0));
+    assert!(!q.state().hung);
+    assert_eq!(m.run_until_idle(), 1, "resumes at the read index, up to the doorbell");
+    assert_eq!(done.load_acquire(), 1);
+    // A wave faults on a memory access: the queue stops, the fault names the address.
+    assert!(m.fault_queue(0, EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(0xDEAD_0000)));
+    assert!(!m.fault_queue(0, EC_QUEUE_WAVE_MEMORY_VIOLATION, None), "already in error");
+    let f = q.fault().unwrap();
+    assert_eq!((f.exception, f.address), (EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(0xDEAD_0000)));
+    assert_eq!(*events.memory_faults.lock().unwrap(), vec![(1, 0xDEAD_0000, false)]);
+    assert_eq!(events.queue_errors.lock().unwrap().len(), 1);
+    crate::mapping::DoorbellSink::rung(&*doorbells, 0, 1);
+    assert_eq!(m.run_until_idle(), 0, "a queue in error consumes nothing");
+    m.stop(0);
+}

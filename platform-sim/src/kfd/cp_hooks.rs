@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault};
+use hsakmt_core::event::{
+    FaultFlags, HwException, MemoryError, MemoryFault, ResetCause, ResetType,
+};
 
 use super::event::SimEvents;
 use crate::gpu::vm::GpuVm;
@@ -72,5 +74,17 @@ impl EventHooks for CpEvents {
 
     fn queue_error(&self, fault: &QueueFault) {
         self.record.queue_error(fault);
+    }
+
+    fn gpu_hang(&self, gpu_id: u32) {
+        self.record.gpu_hang(gpu_id);
+        let hw = HwException {
+            gpu_id,
+            node: None,
+            reset: ResetType::WholeGpu,
+            cause: ResetCause::GpuHang,
+            memory_lost: false,
+        };
+        self.events.gpu_reset(hw.to_kernel());
     }
 }

@@ -207,6 +207,16 @@ impl SimEvents {
         *s = State { waits, next_wait: s.next_wait, sleeping: s.sleeping, ..State::new() };
     }
 
+    /// Forgets the events of a process this one was forked from, leaking the page's mapping
+    /// (it was not inherited; its address may be something else's here).
+    pub(crate) fn forget_inherited(&self) {
+        let mut s = self.lock();
+        if let Some(page) = s.page.take() {
+            std::mem::forget(page);
+        }
+        *s = State::new();
+    }
+
     /// `AMDKFD_IOC_CREATE_EVENT`. `user_page` resolves a buffer handle passed as
     /// `event_page_offset` to its memory (and marks the buffer unfreeable), or fails as the
     /// kernel does.

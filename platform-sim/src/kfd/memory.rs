@@ -150,6 +150,18 @@ pub struct GpuMemoryUsage {
     pub mappings: u32,
 }
 
+/// Memory totals of the emulated device ([`Memory::totals`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MemoryTotals {
+    pub(crate) buffers: usize,
+    pub(crate) mappings: usize,
+    pub(crate) vram_bytes: u64,
+    pub(crate) system_bytes: u64,
+    pub(crate) svm_ranges: usize,
+    pub(crate) scratch_backings: usize,
+    pub(crate) pinned: usize,
+}
+
 /// The memory part of the emulated device.
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
@@ -206,6 +218,17 @@ impl Memory {
         self.dmabufs = dmabufs;
         self.next_fd = next_fd;
         self.device_maps = maps;
+    }
+
+    /// Forgets every buffer of a process this one was forked from: their host memory was
+    /// `MADV_DONTFORK` (it is not in this process), so the mappings are leaked, never unmapped
+    /// or re-reserved — the addresses may belong to something else here by now.
+    pub(crate) fn forget_inherited(&mut self) {
+        for bo in self.bos.values_mut() {
+            std::mem::forget(bo.backing.take());
+            std::mem::forget(bo.user_view.take());
+        }
+        self.reset();
     }
 
     fn new_handle(&mut self, gpu_id: u32) -> u64 {
@@ -828,6 +851,24 @@ impl Memory {
             }
         }
         Some(u)
+    }
+
+    /// Totals over every GPU: buffers, buffer mappings, VRAM and system bytes, SVM ranges,
+    /// programmed scratch backings, and buffers pinned by queues.
+    pub(crate) fn totals(&self) -> MemoryTotals {
+        let mut t = MemoryTotals {
+            buffers: self.bos.len(),
+            svm_ranges: self.svm.len(),
+            scratch_backings: self.scratch.len(),
+            ..MemoryTotals::default()
+        };
+        for b in self.bos.values() {
+            t.mappings += b.mapped.len();
+            t.vram_bytes += b.vram_charge;
+            t.system_bytes += b.system_charge;
+            t.pinned += usize::from(b.queue_pins > 0);
+        }
+        t
     }
 
     /// The buffer whose range contains `va`, for the queue model to pin.

@@ -191,19 +191,40 @@ impl KfdModel {
         let mut s = lock(&self.session);
         let pid = self.pid.get();
         if !s.open || s.owner != pid {
+            let inherited = s.owner != 0 && s.owner != pid;
             *s = Session { open: true, owner: pid, vms: HashMap::new() };
-            self.events.end_all();
             self.opens.fetch_add(1, Ordering::Relaxed);
             drop(s);
-            self.gpu.destroy_all();
+            if inherited {
+                // A forked child: what this model holds is its parent's.
+                self.forget_inherited();
+            } else {
+                self.events.end_all();
+                self.gpu.destroy_all();
+            }
         }
         Ok(())
+    }
+
+    /// A forked child's copy of its parent's kernel state: forgotten without touching any of it
+    /// (the parent's threads and `MADV_DONTFORK` memory do not exist in the child).
+    fn forget_inherited(&self) {
+        self.events.forget_inherited();
+        self.gpu.forget_inherited();
+        lock(&self.memory).forget_inherited();
     }
 
     /// Closing the device ends the process's KFD state: buffers, SVM ranges, settings, events
     /// and the event page.
     fn close(&self) {
         let mut s = lock(&self.session);
+        if s.owner != self.pid.get() {
+            // A forked child closing its copy of the parent's descriptor.
+            *s = Session::default();
+            drop(s);
+            self.forget_inherited();
+            return;
+        }
         s.open = false;
         s.vms.clear();
         self.events.end_all();
@@ -375,7 +396,14 @@ impl KfdDevice for SimPlatform {
     }
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
-        self.kfd.ioctl(request)
+        let r = self.kfd.ioctl(request);
+        if r == Err(Errno::EBADF)
+            && let Some(cache) = &self.stale_pid
+        {
+            // The kernel says the descriptor is another process's: re-read the process id.
+            cache.store(self.kfd.process_id(), Ordering::Relaxed);
+        }
+        r
     }
 
     fn open_render_node(&self, minor: u32) -> Result<u32, Errno> {

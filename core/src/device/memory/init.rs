@@ -421,16 +421,21 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         Ok(())
     }
 
-    /// Forgets every object without checks (a forked child reopening, a failed open).
+    /// Forgets every object without checks (a failed open).
     pub(crate) fn forget_memory(&self) {
         self.memory.lock().reset();
     }
 
-    /// As [`Kfd::forget_memory`] in a forked child, which has no other thread: no free of the
-    /// parent's will ever complete here, so its pending entries are dropped too.
-    pub(crate) fn forget_memory_after_fork(&self) {
+    /// A forked child forgets its parent's memory without touching any of it: the CPU views
+    /// are leaked (the buffers are `MADV_DONTFORK`, so their ranges are holes in the child that
+    /// may hold something else by now — dropping a view would map over it), and the parent's
+    /// address reservations are never reused or released (the child reserves its own).
+    pub(crate) fn forget_parent_memory(&self) {
         let mut st = self.memory.lock();
+        st.objects.clear_with(|payload| core::mem::forget(payload.mapping));
         st.reset();
+        // No free of the parent's will ever complete here.
         st.pending_frees.clear();
+        st.reservation_count = 0;
     }
 }

@@ -43,6 +43,10 @@ impl<M: SharedMemory> QueueBuffer<M> {
     }
 
     /// Size in bytes (whole pages).
+    pub(crate) fn handle(&self) -> crate::memory::objects::MemoryHandle {
+        self.alloc.handle
+    }
+
     pub(crate) fn size(&self) -> u64 {
         self.alloc.size
     }

@@ -80,13 +80,6 @@ impl<M: Clone> DoorbellPages<M> {
     pub(crate) fn take_all(&mut self) -> [Option<DoorbellPage<M>>; DEFAULT_NODES] {
         core::mem::replace(&mut self.pages, [const { None }; DEFAULT_NODES])
     }
-
-    /// Forgets every page (the mappings go away when their last clone does).
-    pub(crate) fn clear(&mut self) {
-        for p in &mut self.pages {
-            *p = None;
-        }
-    }
 }
 
 pub(crate) use crate::queue::params::doorbell_location;

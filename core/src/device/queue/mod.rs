@@ -19,7 +19,9 @@
 //! - the node's **doorbell page**, mapped at the first queue on the node and shared by all.
 //!
 //! Every buffer is freed when the queue is destroyed, and the table is torn down (remaining
-//! queues destroyed) when the device's last open is closed.
+//! queues destroyed) when the device's last open is closed. A buffer the kernel refuses to free
+//! when its queue goes (or that a caller still holds a view of) is not lost: the library keeps
+//! its handle and frees it at the next queue creation or destruction, or at the last close.
 //!
 //! # Handles
 //! Queues are named by [`QueueHandle`]s — a slot of a fixed table of [`MAX_QUEUES`] and the
@@ -58,6 +60,7 @@ use crate::uapi::{
 use super::memory::MemoryStorage;
 use super::{Error as DeviceError, Kfd, MapNodes};
 use crate::error::Errno;
+use crate::memory::objects::MemoryHandle;
 use backing::{Placement, QueueBuffer, page_round};
 use doorbell::{DoorbellMapping, DoorbellPage, DoorbellPages, doorbell_location};
 use producer::ProducerToken;
@@ -407,15 +410,36 @@ impl<M: SharedMemory> QueueRecord<M> {
     }
 }
 
-/// The queue state of a [`Kfd`]: the table and the doorbell pages.
+/// Buffers of destroyed queues the library keeps to free later (see the module docs); beyond
+/// this many, a buffer stays with the memory manager until the last close.
+pub const MAX_ORPHANED_BUFFERS: usize = 64;
+
+/// The queue state of a [`Kfd`]: the table, the doorbell pages, and the buffers of destroyed
+/// queues still to free.
 pub(crate) struct QueueState<M> {
     table: Table<QueueRecord<M>, MAX_QUEUES>,
     doorbells: DoorbellPages<M>,
+    orphans: [Option<MemoryHandle>; MAX_ORPHANED_BUFFERS],
 }
 
 impl<M: Clone> QueueState<M> {
     pub(crate) const fn new() -> Self {
-        QueueState { table: Table::new(), doorbells: DoorbellPages::new() }
+        QueueState {
+            table: Table::new(),
+            doorbells: DoorbellPages::new(),
+            orphans: [None; MAX_ORPHANED_BUFFERS],
+        }
+    }
+
+    /// Keeps a buffer to free later; `false` when there is no room.
+    fn orphan(&mut self, handle: MemoryHandle) -> bool {
+        match self.orphans.iter_mut().find(|o| o.is_none()) {
+            Some(slot) => {
+                *slot = Some(handle);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -513,14 +537,39 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         Ok(())
     }
 
-    /// Frees a queue's buffers; a buffer the memory manager refuses to free (a caller holds
-    /// a view) stays with it, to go when the device closes.
-    fn free_parts(&self, parts: Parts<P::Mapping>) -> bool {
-        let mut all = true;
+    /// Frees a queue's buffers; a buffer that cannot be freed now (the kernel refuses, or a
+    /// caller holds a view) is kept to be freed by [`Kfd::reclaim_queue_buffers`].
+    fn free_parts(&self, parts: Parts<P::Mapping>) {
         for b in [parts.ring, parts.pointers, parts.eop, parts.cwsr].into_iter().flatten() {
-            all &= self.queue_buffer_free(b).is_ok();
+            let handle = b.handle();
+            if self.queue_buffer_free(b).is_err() {
+                // Without room it stays with the memory manager until the last close.
+                let _ = self.queues.lock().orphan(handle);
+            }
         }
-        all
+    }
+
+    /// Frees the kept buffers of destroyed queues (those the kernel refused to free, or held by
+    /// a view, when their queue went); the ones that still cannot be freed stay kept.
+    fn reclaim_queue_buffers(&self) {
+        let orphans = {
+            let mut q = self.queues.lock();
+            if q.orphans.iter().all(Option::is_none) {
+                return;
+            }
+            core::mem::replace(&mut q.orphans, [None; MAX_ORPHANED_BUFFERS])
+        };
+        for handle in orphans.into_iter().flatten() {
+            match self.free_handle(handle) {
+                Ok(())
+                | Err(DeviceError::Memory(
+                    crate::memory::Error::StaleHandle | crate::memory::Error::InvalidHandle,
+                )) => {}
+                Err(_) => {
+                    let _ = self.queues.lock().orphan(handle);
+                }
+            }
+        }
     }
 
     /// The node's doorbell page, mapped at the first queue on it: a doorbell buffer mapped for
@@ -574,6 +623,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// allocated on error.
     pub fn create_queue(&self, desc: &QueueDesc<'_, P::Mapping>) -> Result<QueueInfo, QueueError> {
         self.check_open()?;
+        self.reclaim_queue_buffers();
         let f = self.node_facts(desc.node)?;
         let kind = desc.queue_type.kind();
         self.check_engine(&f, desc.queue_type)?;
@@ -748,13 +798,19 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     }
 
     /// Destroys a queue (`hsaKmtDestroyQueue`): `AMDKFD_IOC_DESTROY_QUEUE`, then frees the
-    /// queue's buffers. The handle is invalid afterwards.
+    /// queue's buffers — a buffer the kernel refuses to free now is kept and freed at the next
+    /// queue creation or destruction (or the last close), so the queue is destroyed all the
+    /// same. The handle is invalid afterwards.
     ///
     /// # Errors
     /// [`QueueError::InvalidHandle`]; [`QueueError::Busy`] while a producer object of the
-    /// queue is alive; [`QueueError::Device`] when the kernel refuses (the queue then stays).
+    /// queue is alive; [`QueueError::Device`] when the kernel refuses (the queue then stays) —
+    /// except `ETIME`: the scheduler could not preempt the queue (a hang), and amdkfd destroys
+    /// it anyway and resets the GPU (`pqm_destroy_queue` carries on after `-ETIME`), so the
+    /// queue is gone (its buffers freed, the handle invalid) and the error says the GPU hung.
     pub fn destroy_queue(&self, handle: QueueHandle) -> Result<(), QueueError> {
         self.check_open()?;
+        self.reclaim_queue_buffers();
         let record = {
             let mut q = self.queues.lock();
             if q.table.get(handle)?.parts.has_producers() {
@@ -764,6 +820,11 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         };
         let mut args = kfd_ioctl_destroy_queue_args { queue_id: record.info.queue_id, pad: 0 };
         if let Err(e) = self.ioctl(&mut Ioctl::DestroyQueue(&mut args)) {
+            if matches!(e, DeviceError::Ioctl { errno: Errno::ETIME, .. }) {
+                self.free_parts(record.parts);
+                self.queues.lock().table.release(handle);
+                return Err(e.into());
+            }
             let mut q = self.queues.lock();
             if let Err(record) = q.table.fill(handle, record) {
                 drop(q);
@@ -1055,6 +1116,51 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         Ok(SdmaQueue::new(handle, queue_id, ring, fence, SDMA_FENCE_OFFSET))
     }
 
+    /// Verifies the queue table (`O(MAX_QUEUES)`; for tests and debug sweeps): its slot
+    /// accounting, that every live record carries its own handle, that no two queues share a
+    /// kernel queue id, and that every buffer the library allocated for a queue is a live object
+    /// of the memory manager starting at that address.
+    ///
+    /// # Errors
+    /// The first [`Violation`](crate::memory::Violation) found.
+    pub fn check_queue_invariants(&self) -> Result<(), crate::memory::Violation> {
+        use crate::memory::Violation;
+        let mut ids = [0u32; MAX_QUEUES];
+        let mut buffers = [(0u32, 0u64); MAX_QUEUES * 4];
+        let (mut n, mut b) = (0usize, 0usize);
+        self.queues.lock().table.check(|h, r| {
+            let slot = u32::try_from(h.index()).unwrap_or(u32::MAX);
+            if r.info.handle != h || ids.iter().take(n).any(|id| *id == r.info.queue_id) {
+                return Err(Violation::Duplicate { slot });
+            }
+            if let Some(id) = ids.get_mut(n) {
+                *id = r.info.queue_id;
+                n += 1;
+            }
+            let parts = [&r.parts.ring, &r.parts.pointers, &r.parts.eop, &r.parts.cwsr];
+            for p in parts.into_iter().flatten() {
+                if let Some(e) = buffers.get_mut(b) {
+                    *e = (slot, p.addr());
+                    b += 1;
+                }
+            }
+            Ok(())
+        })?;
+        let orphans = self.queues.lock().orphans;
+        let st = self.memory.lock();
+        for &(slot, addr) in buffers.iter().take(b) {
+            if st.find_named(addr).is_none() {
+                return Err(Violation::Dangling { slot });
+            }
+        }
+        for (i, h) in orphans.iter().enumerate() {
+            if h.is_some_and(|h| st.objects.get(h).is_err()) {
+                return Err(Violation::Dangling { slot: i as u32 });
+            }
+        }
+        Ok(())
+    }
+
     /// Destroys every queue and forgets the doorbell pages (the last close of the device).
     /// Buffers a caller still has views of stay mapped until those views go.
     pub(crate) fn teardown_queues(&self) {
@@ -1070,6 +1176,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             self.free_parts(record.parts);
             self.queues.lock().table.release(*h);
         }
+        self.reclaim_queue_buffers();
+        self.queues.lock().orphans = [None; MAX_ORPHANED_BUFFERS];
         let pages = self.queues.lock().doorbells.take_all();
         for p in pages.into_iter().flatten() {
             if let DoorbellMapping::Buffer(a) = p.mapping {
@@ -1078,11 +1186,16 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
     }
 
-    /// Forgets every queue without telling the kernel (a forked child's view of its parent's
-    /// queues, which are not its own; their memory was not inherited).
+    /// Forgets every queue without telling the kernel or touching their memory (a forked
+    /// child's view of its parent's queues, which are not its own; their memory was not
+    /// inherited, so every view of it is leaked rather than dropped — see
+    /// `forget_parent_memory`).
     pub(crate) fn forget_queues(&self) {
         let mut q = self.queues.lock();
-        q.table.drain(drop);
-        q.doorbells.clear();
+        q.table.drain(core::mem::forget);
+        for page in q.doorbells.take_all() {
+            core::mem::forget(page);
+        }
+        q.orphans = [None; MAX_ORPHANED_BUFFERS];
     }
 }

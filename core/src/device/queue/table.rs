@@ -174,6 +174,35 @@ impl<R, const N: usize> Table<R, N> {
         n
     }
 
+    /// Verifies the table's invariants: no generation is 0 and `used` counts the live and
+    /// reserved slots; calls `f` with each live record and its handle (for the caller's checks).
+    pub(crate) fn check(
+        &self,
+        mut f: impl FnMut(QueueHandle, &R) -> Result<(), crate::memory::Violation>,
+    ) -> Result<(), crate::memory::Violation> {
+        use crate::memory::Violation;
+        let mut used = 0;
+        for (i, s) in self.slots.iter().enumerate() {
+            let slot = u32::try_from(i).unwrap_or(u32::MAX);
+            if s.generation == 0 {
+                return Err(Violation::SlotList { slot });
+            }
+            match &s.state {
+                SlotState::Free => {}
+                SlotState::Reserved => used += 1,
+                SlotState::Live(r) => {
+                    used += 1;
+                    let index = u16::try_from(i).map_err(|_| Violation::SlotList { slot })?;
+                    f(QueueHandle { index, generation: s.generation }, r)?;
+                }
+            }
+        }
+        if used != self.used {
+            return Err(Violation::Counter);
+        }
+        Ok(())
+    }
+
     /// Empties the table, bumping the generation of every used slot, and hands each live record
     /// to `f`.
     pub(crate) fn drain(&mut self, mut f: impl FnMut(R)) {
