@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use clap::Args;
 use hsakmt_core::platform::EntryKind;
 use hsakmt_core::topology::{
-    CacheKey, HeapType, IoLinkType, Link, LinkKey, LinkOrigin, MIN_READ_BUFFER, NodeKey, NodeKind,
-    NodeView, Owner, SystemKey, Topology,
+    CacheKey, HeapType, IoLinkType, Link, LinkKey, LinkOrigin, NodeKey, NodeKind, NodeView, Owner,
+    READ_BUFFER, SystemKey, Topology,
 };
 use serde_json::{Map, Value, json};
 
@@ -28,7 +28,7 @@ pub(crate) struct InfoArgs {
 /// Takes a snapshot from `source` into a boxed topology.
 pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     let mut topo = Box::new(Topology::new());
-    let mut buf = vec![0u8; MIN_READ_BUFFER];
+    let mut buf = vec![0u8; READ_BUFFER];
     topo.refresh(source, source, &mut buf)
         .map_err(|e| format!("cannot read the topology of {}: {e}", source.describe()))?;
     Ok(topo)

@@ -5,7 +5,7 @@ pub mod queue_support;
 
 use hsakmt_core::device::{Error, Kfd, MemoryStorage};
 use hsakmt_core::memory;
-use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
+use hsakmt_core::topology::{READ_BUFFER, Topology};
 use hsakmt_sim::{Profile, SimMapping, SimPlatform};
 
 /// Runs `f` on a thread with a 64 MiB stack: the topology snapshot and the device facade are
@@ -28,7 +28,7 @@ pub fn with_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 #[must_use]
 pub fn snapshot(sim: &SimPlatform) -> Box<Topology> {
     let mut topo = Box::new(Topology::new());
-    let mut buf = vec![0u8; MIN_READ_BUFFER];
+    let mut buf = vec![0u8; READ_BUFFER];
     topo.refresh(sim, sim, &mut buf).expect("snapshot");
     topo
 }

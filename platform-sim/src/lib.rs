@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, ResetType};
-use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
+use hsakmt_core::topology::{READ_BUFFER, Topology};
 
 pub use fault::{IoctlFault, Trigger};
 pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault, KernelRegistry};
@@ -192,7 +192,7 @@ impl SimBuilder {
                 .stack_size(32 << 20)
                 .spawn_scoped(s, || {
                     let mut topo = Box::new(Topology::new());
-                    let mut buf = vec![0u8; MIN_READ_BUFFER];
+                    let mut buf = vec![0u8; READ_BUFFER];
                     if topo.refresh(&sim, &sim, &mut buf).is_err() {
                         topo.clear();
                     }

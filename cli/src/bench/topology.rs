@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::time::Instant;
 
-use hsakmt_core::topology::{MIN_READ_BUFFER, Topology};
+use hsakmt_core::topology::{READ_BUFFER, Topology};
 use hsakmt_linux::{LinuxPlatform, SysfsTree};
 use hsakmt_sim::{Profile, SimPlatform, profile_names, relative_path};
 use rustix::fs::{Mode, OFlags};
@@ -41,7 +41,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     let tmp = std::env::temp_dir().join(format!("hsakmt-bench-topology-{}", std::process::id()));
     let mut rows = Vec::new();
     let mut topo: Box<Topology> = Box::new(Topology::new());
-    let mut buf = vec![0u8; MIN_READ_BUFFER];
+    let mut buf = vec![0u8; READ_BUFFER];
     for name in profile_names() {
         let profile = Profile::embedded(name).map_err(|e| e.to_string())?;
         let dir = tmp.join(name);

@@ -1,12 +1,13 @@
 //! Fuzzes the topology snapshot: the input is used once as a node `properties` file, then
 //! split at NUL bytes into the files of a small tree (with a shape, EPERM and an override
 //! variable chosen by the first byte). A snapshot must never panic; any error must be one
-//! the contract allows.
+//! the contract allows; reading with a one-page buffer and with a batching buffer must give
+//! the same result.
 #![no_main]
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{EntryKind, Host, Sysfs, SysfsDir, SysfsFile};
-use hsakmt_core::topology::{Error, Topology};
+use hsakmt_core::topology::{Error, READ_BUFFER, Topology};
 use libfuzzer_sys::fuzz_target;
 
 /// A tree whose files all come from the fuzz input.
@@ -136,6 +137,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let env = parts.next().unwrap_or_default();
     let tree = Tree { flags, chunks };
-    check(topo.refresh(&tree, &Env(env), &mut buf));
+    let single = topo.refresh(&tree, &Env(env), &mut buf);
+    check(single);
     exercise(topo);
+    let mut batched: Topology<8, 8, 16, 32, 8, 16> = Topology::new();
+    let mut large = [0u8; READ_BUFFER];
+    assert_eq!(batched.refresh(&tree, &Env(env), &mut large), single);
+    assert!(batched == *topo, "a batching buffer changed the snapshot");
 });

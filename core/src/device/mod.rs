@@ -21,7 +21,7 @@ use core::fmt;
 use crate::error::{Errno, ErrorKind};
 use crate::memory as mem;
 use crate::platform::{Ioctl, OpenError, Platform};
-use crate::topology::{self, MIN_READ_BUFFER, Topology};
+use crate::topology::{self, READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
 use memory::pending::MemoryLock;
@@ -323,7 +323,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if !version.is_compatible() {
             return Err(Error::VersionMismatch { kernel: version });
         }
-        let mut buf = [0u8; MIN_READ_BUFFER];
+        let mut buf = [0u8; READ_BUFFER];
         self.topology.write().refresh(&self.platform, &self.platform, &mut buf)?;
         // The memory manager's ioctls are issued before the session counts as open, so no
         // other call can see a half-initialised memory state.

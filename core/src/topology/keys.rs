@@ -46,25 +46,26 @@ impl FieldValue for u64 {
     }
 }
 
-/// Packs a name into two words that differ for any two names of one key set: for names of
-/// 8 bytes or more, the first and the last 8 bytes (plus the length); for shorter ones, the
-/// bytes themselves. (If two names of a set collided here, no seed could separate them and
-/// the build would fail.)
+/// Packs a name into two words that differ for any two names of one key set: the first and
+/// the last 8, 4 or 2 bytes (overlapping for lengths between), and the length. No loop: a
+/// short name costs two loads. (If two names of a set collided here, no seed could separate
+/// them and the build would fail.)
 #[inline(always)]
 const fn words(bytes: &[u8]) -> (u64, u64) {
     let n = bytes.len() as u64;
     if let (Some(first), Some(last)) = (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) {
         return (u64::from_le_bytes(*first), u64::from_le_bytes(*last) ^ n);
     }
-    let mut w = 0u64;
-    let mut rest = bytes;
-    let mut shift = 0;
-    while let Some((b, tail)) = rest.split_first() {
-        w |= (*b as u64) << shift;
-        shift += 8;
-        rest = tail;
+    if let (Some(first), Some(last)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        return (u32::from_le_bytes(*first) as u64 | (u32::from_le_bytes(*last) as u64) << 32, n);
     }
-    (w, n)
+    if let (Some(first), Some(last)) = (bytes.first_chunk::<2>(), bytes.last_chunk::<2>()) {
+        return (u16::from_le_bytes(*first) as u64 | (u16::from_le_bytes(*last) as u64) << 16, n);
+    }
+    match bytes.first() {
+        Some(b) => (*b as u64, n),
+        None => (0, n),
+    }
 }
 
 /// A seeded multiply-xorshift hash of [`words`]: a handful of instructions per key,
@@ -132,8 +133,28 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
     pub(crate) fn find(&self, names: &[&str], name: &[u8]) -> Option<usize> {
         let h = hash(name, self.seed) as usize & (SLOTS - 1);
         let i = usize::from(*self.slots.get(h)?);
-        (names.get(i)?.as_bytes() == name).then_some(i)
+        same_bytes(names.get(i)?.as_bytes(), name).then_some(i)
     }
+}
+
+/// Byte equality of two short slices, eight bytes at a time and inline: names are a few
+/// dozen bytes, where a call to `memcmp` costs more than the comparison.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut a, mut b) = (a, b);
+    while let (Some((x, ra)), Some((y, rb))) =
+        (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
+    {
+        if x != y {
+            return false;
+        }
+        a = ra;
+        b = rb;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Implemented by every key enum; lets the file parser stay generic.

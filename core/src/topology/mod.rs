@@ -117,7 +117,7 @@ pub use parse::SIBLING_MAP_CAPACITY;
 pub use snapshot::{
     DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
     DEFAULT_WARNINGS, EntryEnumeration, GENERATION_RETRIES, LISTING_CAPACITY, MIN_READ_BUFFER,
-    NodeView, Options, Topology,
+    NodeView, Options, READ_BUFFER, Topology,
 };
 
 use crate::error::{Errno, ErrorKind};

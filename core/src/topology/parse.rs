@@ -184,6 +184,7 @@ impl<'a> Iterator for Lines<'a> {
     /// One pass over the line's bytes: key, blanks, digits (accumulated as they are met),
     /// blanks, newline. Only a value that is not a plain number is scanned again, to find its
     /// end.
+    #[inline(always)]
     fn next(&mut self) -> Option<Item<'a>> {
         loop {
             if self.rest.is_empty() {

@@ -36,6 +36,12 @@ pub const LISTING_CAPACITY: usize = 1024;
 /// Smallest read buffer [`Topology::refresh`] accepts: one page, the most a sysfs attribute
 /// holds.
 pub const MIN_READ_BUFFER: usize = 4096;
+/// A read buffer large enough for [`Topology::refresh`] to read the entry files of a
+/// directory in batches (typical files are a few hundred bytes) before parsing them, which
+/// keeps the kernel's file path and the parser warm in the caches. Each file is still read
+/// into a window of one page, so any size from [`MIN_READ_BUFFER`] up gives the same
+/// snapshot.
+pub const READ_BUFFER: usize = 4 * MIN_READ_BUFFER;
 /// How many times a snapshot is retaken when `generation_id` changed while it was read.
 pub const GENERATION_RETRIES: u32 = 8;
 
@@ -197,22 +203,59 @@ enum Fetched<'b> {
     Unavailable,
 }
 
+/// Files read back to back before they are parsed (see [`Topology::refresh`]).
+const READ_BATCH: usize = 32;
+
+/// One entry file read in a batch: where its bytes start in the buffer, how large its window
+/// was, and what the read returned.
+#[derive(Clone, Copy)]
+struct EntryRead {
+    index: u32,
+    start: usize,
+    cap: usize,
+    result: Result<usize, Errno>,
+}
+
+impl EntryRead {
+    const EMPTY: Self = Self { index: 0, start: 0, cap: 0, result: Ok(0) };
+}
+
 fn fetch<'b, S: Sysfs + ?Sized, const W: usize>(
     sysfs: &S,
     diag: &mut Diagnostics<W>,
     file: SysfsFile,
     buf: &'b mut [u8],
 ) -> Fetched<'b> {
+    let buf = page_of(buf);
     let cap = buf.len();
-    match sysfs.read_file(file, buf) {
+    let result = sysfs.read_file(file, buf);
+    classify(diag, file, result, cap, buf)
+}
+
+/// The first page of `buf`: every file is read into a window of exactly [`MIN_READ_BUFFER`]
+/// bytes, so the size of the caller's buffer never changes what is read.
+fn page_of(buf: &mut [u8]) -> &mut [u8] {
+    let len = buf.len().min(MIN_READ_BUFFER);
+    buf.get_mut(..len).unwrap_or_default()
+}
+
+/// Turns the result of reading `file` into a window of `cap` bytes at the start of `bytes`
+/// into what the parser sees, warning about empty, possibly truncated and failed reads.
+fn classify<'b, const W: usize>(
+    diag: &mut Diagnostics<W>,
+    file: SysfsFile,
+    result: Result<usize, Errno>,
+    cap: usize,
+    bytes: &'b [u8],
+) -> Fetched<'b> {
+    match result {
         Ok(n) => {
             if n == 0 {
                 diag.file(file, WarningKind::EmptyFile);
             } else if n >= cap {
                 diag.file(file, WarningKind::MaybeTruncated);
             }
-            let n = n.min(cap);
-            Fetched::Data(buf.get(..n).unwrap_or_default())
+            Fetched::Data(bytes.get(..n.min(cap)).unwrap_or_default())
         }
         Err(Errno::EPERM) => Fetched::Denied,
         Err(Errno::ENOENT) => {
@@ -371,6 +414,34 @@ impl<
     }
 }
 
+/// Two snapshots are equal when they hold the same generation, values, records, derived
+/// links, unknown keys and warnings (in the same order); scratch space is not compared.
+impl<
+    const NODES: usize,
+    const BANKS: usize,
+    const CACHES: usize,
+    const LINKS: usize,
+    const UNKNOWN: usize,
+    const WARNINGS: usize,
+> PartialEq for Topology<NODES, BANKS, CACHES, LINKS, UNKNOWN, WARNINGS>
+{
+    fn eq(&self, other: &Self) -> bool {
+        self.generation_id == other.generation_id
+            && self.system_present == other.system_present
+            && self.system == other.system
+            && self.nodes == other.nodes
+            && self.banks == other.banks
+            && self.caches == other.caches
+            && self.links == other.links
+            && self.unknown.list == other.unknown.list
+            && self.unknown.dropped == other.unknown.dropped
+            && self.diag.list == other.diag.list
+            && self.diag.dropped == other.diag.dropped
+            && self.attempts == other.attempts
+            && self.derived == other.derived
+    }
+}
+
 impl<
     const NODES: usize,
     const BANKS: usize,
@@ -437,7 +508,9 @@ impl<
     }
 
     /// Takes a snapshot of the tree `sysfs` exposes, in place, reading each file once into
-    /// `buf` (at least [`MIN_READ_BUFFER`] bytes). `host` supplies the
+    /// a one-page window of `buf` (at least [`MIN_READ_BUFFER`] bytes). With a larger buffer
+    /// ([`READ_BUFFER`] is enough) the entry files of a directory are read back to back, up
+    /// to 32 at a time, and then parsed: same result, fewer cache misses. `host` supplies the
     /// `HSA_OVERRIDE_GFX_VERSION[_<user node id>]` variables.
     ///
     /// `generation_id` is read before and after; if it changed, the snapshot is retaken, up
@@ -759,170 +832,65 @@ impl<
         };
         let found = if trusted.is_some() { None } else { Some(to_u32(n)) };
 
-        for k in 0..n {
-            let Some(index) = self.listing.get(k).copied() else { break };
-            let file = entry_file(node, kind, index);
-            let owner = Owner::Entry { node, kind, index };
-            let outcome = match kind {
-                EntryKind::MemBank => {
-                    let rec =
-                        self.banks.push_mut(MemBank { index, props: Default::default() }).map_err(
-                            |_| Error::Capacity { table: Table::MemBanks, capacity: to_u32(BANKS) },
-                        )?;
-                    match fetch(sysfs, &mut self.diag, file, buf) {
-                        Fetched::Data(b) => {
-                            parse_props::<super::MemBankKey, WARNINGS, UNKNOWN>(
-                                b,
-                                &mut rec.props,
-                                file,
-                                owner,
-                                &mut self.diag,
-                                &mut self.unknown,
-                                no_special,
-                            );
-                            Outcome::Read
-                        }
-                        Fetched::Denied => Outcome::Denied,
-                        Fetched::Unavailable => Outcome::Missing,
-                    }
-                }
-                EntryKind::Cache => {
-                    let rec = self
-                        .caches
-                        .push_mut(Cache {
-                            index,
-                            props: Default::default(),
-                            siblings: SiblingMap {
-                                bits: [0; SIBLING_MAP_CAPACITY / 32],
-                                entries: 0,
-                            },
-                        })
-                        .map_err(|_| Error::Capacity {
-                            table: Table::Caches,
-                            capacity: to_u32(CACHES),
-                        })?;
-                    match fetch(sysfs, &mut self.diag, file, buf) {
-                        Fetched::Data(b) => {
-                            let siblings = &mut rec.siblings;
-                            parse_props::<CacheKey, WARNINGS, UNKNOWN>(
-                                b,
-                                &mut rec.props,
-                                file,
-                                owner,
-                                &mut self.diag,
-                                &mut self.unknown,
-                                |key: CacheKey,
-                                 line: &Line<'_>,
-                                 props: &mut super::CacheProperties,
-                                 diag: &mut Diagnostics<WARNINGS>| {
-                                    if key != CacheKey::SiblingMap {
-                                        return false;
-                                    }
-                                    let m = parse::parse_sibling_map(line.raw);
-                                    *siblings = SiblingMap { bits: m.bits, entries: m.entries };
-                                    if props.mark(key) {
-                                        diag.file(
-                                            file,
-                                            WarningKind::DuplicateKey {
-                                                line: line.number,
-                                                key: key.id(),
-                                            },
-                                        );
-                                    }
-                                    if m.malformed {
-                                        diag.file(
-                                            file,
-                                            WarningKind::MalformedSiblingMap {
-                                                line: line.number,
-                                                entries: m.entries,
-                                            },
-                                        );
-                                    } else if m.entries as usize > SIBLING_MAP_CAPACITY {
-                                        diag.file(
-                                            file,
-                                            WarningKind::SiblingMapTruncated { entries: m.entries },
-                                        );
-                                    }
-                                    true
-                                },
-                            );
-                            Outcome::Read
-                        }
-                        Fetched::Denied => Outcome::Denied,
-                        Fetched::Unavailable => Outcome::Missing,
-                    }
-                }
-                EntryKind::IoLink | EntryKind::P2pLink => {
-                    let origin = if kind == EntryKind::IoLink {
-                        LinkOrigin::IoLink
-                    } else {
-                        LinkOrigin::P2pLink
-                    };
-                    let rec = self
-                        .links
-                        .push_mut(Link { index, origin, props: LinkProperties::EMPTY })
-                        .map_err(|_| Error::Capacity {
-                            table: Table::Links,
-                            capacity: to_u32(LINKS),
-                        })?;
-                    match fetch(sysfs, &mut self.diag, file, buf) {
-                        Fetched::Data(b) => {
-                            parse_props::<LinkKey, WARNINGS, UNKNOWN>(
-                                b,
-                                &mut rec.props,
-                                file,
-                                owner,
-                                &mut self.diag,
-                                &mut self.unknown,
-                                no_special,
-                            );
-                            if let Some(from) = rec.props.node_from()
-                                && from != node
-                            {
-                                self.diag
-                                    .file(file, WarningKind::LinkFromMismatch { node_from: from });
-                            }
-                            if let Some(to) = rec.props.node_to()
-                                && self.nodes.binary_search_by_key(&to, |n| n.sysfs_id).is_err()
-                            {
-                                self.diag
-                                    .file(file, WarningKind::LinkTargetMissing { node_to: to });
-                            }
-                            Outcome::Read
-                        }
-                        Fetched::Denied => Outcome::Denied,
-                        Fetched::Unavailable => Outcome::Missing,
-                    }
-                }
-            };
-            let denied = outcome == Outcome::Denied;
-            if outcome == Outcome::Missing && trusted.is_some() {
-                // The count named a directory that is not there: the tree is not what a live
-                // kernel makes. Forget this kind's records and warnings and list instead.
-                match kind {
-                    EntryKind::MemBank => self.banks.truncate(start),
-                    EntryKind::Cache => self.caches.truncate(start),
-                    EntryKind::IoLink | EntryKind::P2pLink => self.links.truncate(start),
-                }
-                self.diag.list.truncate(marks.0);
-                self.diag.dropped = marks.1;
-                self.unknown.list.truncate(marks.2);
-                self.unknown.dropped = marks.3;
-                return self.read_entries(node, kind, sysfs, buf, None);
-            }
-            if denied {
-                // The record has no readable content; drop it.
-                match kind {
-                    EntryKind::MemBank => drop(self.banks.pop()),
-                    EntryKind::Cache => drop(self.caches.pop()),
-                    EntryKind::IoLink | EntryKind::P2pLink => drop(self.links.pop()),
-                }
-                let end = match kind {
-                    EntryKind::MemBank => self.banks.len(),
-                    EntryKind::Cache => self.caches.len(),
-                    EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
+        let mut k = 0usize;
+        while k < n {
+            // Read a batch of files back to back into consecutive windows of `buf`, then parse
+            // them: the kernel's open/read/close path and the parser each stay warm in the
+            // caches instead of evicting each other file by file.
+            let mut reads = [EntryRead::EMPTY; READ_BATCH];
+            let mut count = 0usize;
+            let mut used = 0usize;
+            for slot in &mut reads {
+                let Some(index) = self.listing.get(k + count).copied().filter(|_| k + count < n)
+                else {
+                    break;
                 };
-                return Ok((span(end), found, true));
+                let Some(window) = buf.get_mut(used..used + MIN_READ_BUFFER) else { break };
+                let cap = window.len();
+                let result = sysfs.read_file(entry_file(node, kind, index), window);
+                *slot = EntryRead { index, start: used, cap, result };
+                count += 1;
+                match result {
+                    Ok(len) => used += len.min(cap),
+                    // Whatever follows a failed read depends on how it is handled.
+                    Err(_) => break,
+                }
+            }
+            k += count;
+            for read in reads.get(..count).unwrap_or_default() {
+                let file = entry_file(node, kind, read.index);
+                let window = buf.get(read.start..).unwrap_or_default();
+                let fetched = classify(&mut self.diag, file, read.result, read.cap, window);
+                let outcome = self.store_entry(node, kind, read.index, fetched)?;
+                let denied = outcome == Outcome::Denied;
+                if outcome == Outcome::Missing && trusted.is_some() {
+                    // The count named a directory that is not there: the tree is not what a live
+                    // kernel makes. Forget this kind's records and warnings and list instead.
+                    match kind {
+                        EntryKind::MemBank => self.banks.truncate(start),
+                        EntryKind::Cache => self.caches.truncate(start),
+                        EntryKind::IoLink | EntryKind::P2pLink => self.links.truncate(start),
+                    }
+                    self.diag.list.truncate(marks.0);
+                    self.diag.dropped = marks.1;
+                    self.unknown.list.truncate(marks.2);
+                    self.unknown.dropped = marks.3;
+                    return self.read_entries(node, kind, sysfs, buf, None);
+                }
+                if denied {
+                    // The record has no readable content; drop it.
+                    match kind {
+                        EntryKind::MemBank => drop(self.banks.pop()),
+                        EntryKind::Cache => drop(self.caches.pop()),
+                        EntryKind::IoLink | EntryKind::P2pLink => drop(self.links.pop()),
+                    }
+                    let end = match kind {
+                        EntryKind::MemBank => self.banks.len(),
+                        EntryKind::Cache => self.caches.len(),
+                        EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
+                    };
+                    return Ok((span(end), found, true));
+                }
             }
         }
         let end = match kind {
@@ -931,6 +899,145 @@ impl<
             EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
         };
         Ok((span(end), found, false))
+    }
+
+    /// Stores one entry's record from what reading its file gave.
+    fn store_entry(
+        &mut self,
+        node: u32,
+        kind: EntryKind,
+        index: u32,
+        fetched: Fetched<'_>,
+    ) -> Result<Outcome, Error> {
+        let file = entry_file(node, kind, index);
+        let owner = Owner::Entry { node, kind, index };
+        Ok(match kind {
+            EntryKind::MemBank => {
+                let rec =
+                    self.banks.push_mut(MemBank { index, props: Default::default() }).map_err(
+                        |_| Error::Capacity { table: Table::MemBanks, capacity: to_u32(BANKS) },
+                    )?;
+                match fetched {
+                    Fetched::Data(b) => {
+                        parse_props::<super::MemBankKey, WARNINGS, UNKNOWN>(
+                            b,
+                            &mut rec.props,
+                            file,
+                            owner,
+                            &mut self.diag,
+                            &mut self.unknown,
+                            no_special,
+                        );
+                        Outcome::Read
+                    }
+                    Fetched::Denied => Outcome::Denied,
+                    Fetched::Unavailable => Outcome::Missing,
+                }
+            }
+            EntryKind::Cache => {
+                let rec = self
+                    .caches
+                    .push_mut(Cache {
+                        index,
+                        props: Default::default(),
+                        siblings: SiblingMap { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0 },
+                    })
+                    .map_err(|_| Error::Capacity {
+                        table: Table::Caches,
+                        capacity: to_u32(CACHES),
+                    })?;
+                match fetched {
+                    Fetched::Data(b) => {
+                        let siblings = &mut rec.siblings;
+                        parse_props::<CacheKey, WARNINGS, UNKNOWN>(
+                            b,
+                            &mut rec.props,
+                            file,
+                            owner,
+                            &mut self.diag,
+                            &mut self.unknown,
+                            |key: CacheKey,
+                             line: &Line<'_>,
+                             props: &mut super::CacheProperties,
+                             diag: &mut Diagnostics<WARNINGS>| {
+                                if key != CacheKey::SiblingMap {
+                                    return false;
+                                }
+                                let m = parse::parse_sibling_map(line.raw);
+                                *siblings = SiblingMap { bits: m.bits, entries: m.entries };
+                                if props.mark(key) {
+                                    diag.file(
+                                        file,
+                                        WarningKind::DuplicateKey {
+                                            line: line.number,
+                                            key: key.id(),
+                                        },
+                                    );
+                                }
+                                if m.malformed {
+                                    diag.file(
+                                        file,
+                                        WarningKind::MalformedSiblingMap {
+                                            line: line.number,
+                                            entries: m.entries,
+                                        },
+                                    );
+                                } else if m.entries as usize > SIBLING_MAP_CAPACITY {
+                                    diag.file(
+                                        file,
+                                        WarningKind::SiblingMapTruncated { entries: m.entries },
+                                    );
+                                }
+                                true
+                            },
+                        );
+                        Outcome::Read
+                    }
+                    Fetched::Denied => Outcome::Denied,
+                    Fetched::Unavailable => Outcome::Missing,
+                }
+            }
+            EntryKind::IoLink | EntryKind::P2pLink => {
+                let origin = if kind == EntryKind::IoLink {
+                    LinkOrigin::IoLink
+                } else {
+                    LinkOrigin::P2pLink
+                };
+                let rec = self
+                    .links
+                    .push_mut(Link { index, origin, props: LinkProperties::EMPTY })
+                    .map_err(|_| Error::Capacity {
+                        table: Table::Links,
+                        capacity: to_u32(LINKS),
+                    })?;
+                match fetched {
+                    Fetched::Data(b) => {
+                        parse_props::<LinkKey, WARNINGS, UNKNOWN>(
+                            b,
+                            &mut rec.props,
+                            file,
+                            owner,
+                            &mut self.diag,
+                            &mut self.unknown,
+                            no_special,
+                        );
+                        if let Some(from) = rec.props.node_from()
+                            && from != node
+                        {
+                            self.diag.file(file, WarningKind::LinkFromMismatch { node_from: from });
+                        }
+                        if let Some(to) = rec.props.node_to()
+                            && self.nodes.binary_search_by_key(&to, |n| n.sysfs_id).is_err()
+                        {
+                            self.diag.file(file, WarningKind::LinkTargetMissing { node_to: to });
+                        }
+                        Outcome::Read
+                    }
+                    Fetched::Denied => Outcome::Denied,
+                    Fetched::Unavailable => Outcome::Missing,
+                }
+            }
+        })
     }
 
     /// User ids, gfx versions, overrides, derived links.

@@ -4,6 +4,7 @@ use std::boxed::Box;
 use std::collections::BTreeMap;
 use std::format;
 use std::string::{String, ToString};
+use std::vec;
 use std::vec::Vec;
 
 use super::testing::{MemSysfs, TestHost, profile_dir};
@@ -36,16 +37,32 @@ fn snapshot(sysfs: &impl Sysfs) -> Box<Topo> {
 }
 
 fn snapshot_with(sysfs: &impl Sysfs, host: &impl Host) -> Box<Topo> {
+    try_snapshot(sysfs, host).unwrap()
+}
+
+/// One snapshot with a read buffer of `len` bytes, for trees that count or change as they are
+/// read.
+fn snapshot_once(sysfs: &impl Sysfs, len: usize) -> Box<Topo> {
     let mut t = boxed();
-    let mut buf = [0u8; MIN_READ_BUFFER];
-    t.refresh(sysfs, host, &mut buf).unwrap();
+    let mut buf = vec![0u8; len];
+    t.refresh(sysfs, &TestHost::default(), &mut buf).unwrap();
     t
 }
 
+/// Takes the snapshot with a one-page buffer (one file per read) and with [`READ_BUFFER`]
+/// (entry files read in batches): both must give the same result.
 fn try_snapshot(sysfs: &impl Sysfs, host: &impl Host) -> Result<Box<Topo>, Error> {
-    let mut t = boxed();
-    let mut buf = [0u8; MIN_READ_BUFFER];
-    t.refresh(sysfs, host, &mut buf).map(|()| t)
+    let mut one = boxed();
+    let mut page = [0u8; MIN_READ_BUFFER];
+    let single = one.refresh(sysfs, host, &mut page).map(|()| one);
+    let mut many = boxed();
+    let mut large = vec![0u8; READ_BUFFER];
+    let batched = many.refresh(sysfs, host, &mut large).map(|()| many);
+    match (&single, &batched) {
+        (Ok(a), Ok(b)) => assert!(**a == **b, "batched reads changed the snapshot"),
+        (a, b) => assert_eq!(a.as_ref().err(), b.as_ref().err()),
+    }
+    single
 }
 
 fn kinds_of(t: &Topo) -> Vec<NodeKind> {
@@ -751,12 +768,15 @@ fn one_read_per_file() {
 
     // The default trusts the counts of this consistent tree: only nodes/ is listed, and the
     // snapshot is the same.
-    let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
-    let counted = snapshot(&fs);
-    assert_eq!(fs.reads.get(), fs.file_count() + 1);
-    assert_eq!(fs.lists.get(), 1);
-    assert_eq!(counted.usage(), listed.usage());
-    assert_eq!(counted.warnings(), listed.warnings());
+    // Batched or not.
+    for len in [MIN_READ_BUFFER, READ_BUFFER] {
+        let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
+        let counted = snapshot_once(&fs, len);
+        assert_eq!(fs.reads.get(), fs.file_count() + 1);
+        assert_eq!(fs.lists.get(), 1);
+        assert_eq!(counted.usage(), listed.usage());
+        assert_eq!(counted.warnings(), listed.warnings());
+    }
 }
 
 #[test]
@@ -877,7 +897,7 @@ fn generation_change_retries_then_succeeds() {
     let fs = MemSysfs::from_dir(&profile_dir("mi25-vega10-rocm18/topology"));
     for changes in [0, 1, 3, GENERATION_RETRIES] {
         let flaky = Flaky::new(&fs, changes);
-        let t = snapshot(&flaky);
+        let t = snapshot_once(&flaky, READ_BUFFER);
         assert_eq!(t.attempts(), changes + 1);
         assert_eq!(t.node_count(), 2);
         assert!(t.generation_id().is_some());
@@ -1483,5 +1503,57 @@ fn parse_cost_breakdown() {
         "{} files, {total} bytes: lines+lookup {best:?}; MemSysfs reads {lookup:?}; \
          snapshot from MemSysfs {snap:?} ({sink})",
         contents.len()
+    );
+}
+
+#[test]
+fn batched_reads_stop_at_a_failure_like_single_reads() {
+    let tree = || MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
+    let entry = |index| SysfsFile::EntryProperties { node: 5, kind: EntryKind::IoLink, index };
+    let full = snapshot(&tree()).node(5).unwrap().io_links().len();
+    assert_eq!(full, 32);
+
+    // The file of an entry the count names is missing in the middle of a batch: the kind is
+    // listed instead (the directory is there, empty), the same way with either buffer
+    // (`try_snapshot` compares them).
+    let mut fs = tree();
+    fs.remove_file(entry(7));
+    let t = snapshot(&fs);
+    let links = t.node(5).unwrap().io_links();
+    assert_eq!(links.len(), full);
+    assert_eq!(links[7].properties().present_count(), 0);
+    assert_eq!(links[8].properties().node_to(), Some(10)); // nodes/5/io_links/8 of the capture
+    let missing = Warning { location: Location::File(entry(7)), kind: WarningKind::MissingFile };
+    assert_eq!(t.warnings(), [missing]);
+
+    // EPERM in the middle of a batch: the node is inaccessible, nothing after it is read.
+    let mut fs = tree();
+    fs.fail_file(entry(9), Errno::EPERM);
+    let t = snapshot(&fs);
+    assert!(!t.node(5).unwrap().is_accessible());
+    fs.reads.set(0);
+    let one = snapshot_once(&fs, MIN_READ_BUFFER);
+    let reads = fs.reads.get();
+    fs.reads.set(0);
+    let many = snapshot_once(&fs, READ_BUFFER);
+    assert_eq!(fs.reads.get(), reads, "batching read a file a single read would not");
+    assert!(*one == *many);
+}
+
+#[test]
+fn a_file_longer_than_a_page_is_truncated_whatever_the_buffer() {
+    let long = format!("{}size_in_bytes 7\n", "x 1\n".repeat(1100));
+    let fs = MemSysfs::from_files(&[
+        ("nodes/0/properties", "mem_banks_count 1\n"),
+        ("nodes/0/mem_banks/0/properties", long.as_str()),
+    ]);
+    // `try_snapshot` (behind `snapshot`) takes it with a page and with a larger buffer.
+    let t = snapshot(&fs);
+    let file = SysfsFile::EntryProperties { node: 0, kind: EntryKind::MemBank, index: 0 };
+    assert!(
+        t.warnings().contains(&Warning {
+            location: Location::File(file),
+            kind: WarningKind::MaybeTruncated
+        })
     );
 }
