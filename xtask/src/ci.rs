@@ -76,6 +76,8 @@ pub(crate) fn ci() -> Result<(), String> {
     crate::uapi_check::run(&[])?;
     println!("==> image-test (no-libc static image against every simulator profile)");
     crate::image_test::image_test(&[])?;
+    println!("==> size (static image and hsakmt against their goals, snapshot budget)");
+    crate::size::size(&["--enforce".to_string()])?;
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
     step("docs", &mut doc)?;

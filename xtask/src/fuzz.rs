@@ -209,17 +209,29 @@ fn run_one(
 }
 
 fn ensure_nightly() -> Result<(), String> {
-    let ok = Command::new("cargo")
-        .args(["+nightly", "--version"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Ok(())
-    } else {
-        Err("fuzzing needs the nightly toolchain (cargo-fuzz builds with -Z flags): install it \
-             with `rustup toolchain install nightly`"
-            .into())
+    let have = || {
+        Command::new("cargo")
+            .args(["+nightly", "--version"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if have() {
+        return Ok(());
     }
+    println!("==> installing the nightly toolchain (cargo-fuzz builds with -Z flags)");
+    let installed = run(Command::new("rustup").args([
+        "toolchain",
+        "install",
+        "nightly",
+        "--profile",
+        "minimal",
+    ]));
+    if installed.is_ok() && have() {
+        return Ok(());
+    }
+    Err("fuzzing needs the nightly toolchain (cargo-fuzz builds with -Z flags) and it could not \
+         be installed: install it with `rustup toolchain install nightly`"
+        .into())
 }
 
 fn ensure_cargo_fuzz() -> Result<(), String> {
