@@ -70,6 +70,12 @@ pub(crate) fn ci() -> Result<(), String> {
     )?;
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
+    let mut loom = cargo();
+    loom.args(["test", "-p", "hsakmt-core", "--release"])
+        .args(["--test", "loom_ring", "--test", "loom_signal_wait"])
+        .env("RUSTFLAGS", "--cfg loom")
+        .env("CARGO_TARGET_DIR", crate::size::target_dir().join("loom"));
+    step("loom (model checks: AQL ring reservation/publish, signal wait/wake)", &mut loom)?;
     println!("==> fuzz (CI-sized: {} s per target, from the seeds)", crate::fuzz::CI_SECONDS);
     crate::fuzz::ci_run()?;
     println!("==> uapi-check");
