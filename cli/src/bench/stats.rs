@@ -41,6 +41,11 @@ impl Samples {
         self.sorted = false;
     }
 
+    /// How many measurements exceed `limit`.
+    pub(crate) fn count_above(&self, limit: f64) -> usize {
+        self.values.iter().filter(|&&v| v > limit).count()
+    }
+
     pub(crate) fn max(&self) -> f64 {
         self.values.iter().copied().fold(0.0, f64::max)
     }
@@ -60,6 +65,8 @@ mod tests {
         assert_eq!(s.percentile(99.0), 99.0);
         assert_eq!(s.percentile(100.0), 100.0);
         assert_eq!(s.max(), 100.0);
+        assert_eq!(s.count_above(97.0), 3);
+        assert_eq!(s.count_above(100.0), 0);
         assert_eq!(Samples::default().percentile(50.0), 0.0);
     }
 }
