@@ -5,16 +5,16 @@
 //! - the `hsakmt` command-line tool linked statically (non-PIE) against musl, the C library
 //!   Rust ships for static binaries (target `x86_64-unknown-linux-musl`); when that target's
 //!   standard library is not installed, against glibc (`+crt-static`), saying how to add it.
-//!   Static glibc drags in its dynamic loader, locale and `scanf` machinery (about 700 KB,
-//!   reached from `dlsym` and `pthread_getattr_np` in `std`), which puts the binary over its
+//!   Static glibc drags in its dynamic loader, locale and `scanf` machinery (reached from
+//!   `dlsym` and `pthread_getattr_np` in `std`): that build is about 750 KB larger, over the
 //!   goal;
 //! - the default topology snapshot (`size_of::<Topology>()`).
 //!
 //! Both binaries are built with the workspace's `min` profile (`opt-level = "s"`, fat LTO, one
 //! codegen unit, `panic = "abort"`, stripped) for an explicitly named target, so the link
-//! flags (passed as `CARGO_ENCODED_RUSTFLAGS`) reach the binaries only and not build scripts. Each build has its own target directory under
-//! `$CARGO_TARGET_DIR/xtask-size/` because the flags differ and cargo would otherwise rebuild
-//! the shared dependencies each time.
+//! flags (passed as `CARGO_ENCODED_RUSTFLAGS`) reach the binaries only and not build scripts.
+//! Each build has its own target directory under `$CARGO_TARGET_DIR/xtask-size/` because the
+//! flags differ and cargo would otherwise rebuild the shared dependencies each time.
 //!
 //! Goals are reported; with `--enforce` (as `cargo xtask ci` runs it) a binary over its goal
 //! fails the command too. It always fails when a build fails, a binary is not static, or the

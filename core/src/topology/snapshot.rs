@@ -852,7 +852,8 @@ impl<
                 count += 1;
                 match result {
                     Ok(len) => used += len.min(cap),
-                    // Whatever follows a failed read depends on how it is handled.
+                    // A failed read can end this kind's reading (EPERM, or a missing entry
+                    // under trusted counts): handle it before reading further.
                     Err(_) => break,
                 }
             }
