@@ -2,12 +2,18 @@
 //! the caller's buffer, and directory listing through a stack buffer. No allocation.
 //!
 //! Files are opened relative to a descriptor of the tree's root (`openat`), so the kernel walks
-//! only the components below the root for each of the thousands of files of a large tree.
+//! only the components below the root for each of the thousands of files of a large tree. The
+//! entry files of one directory (`nodes/N/io_links/*/properties`, …) are opened relative to a
+//! descriptor of that directory, held while consecutive reads stay in it: two components per
+//! file instead of five. That descriptor is closed whenever `generation_id` is read, which
+//! brackets every snapshot, so none outlives a snapshot (or sees a directory the kernel has
+//! since replaced).
 
+use core::ffi::CStr;
 use core::mem::MaybeUninit;
 
 use hsakmt_core::error::Errno;
-use hsakmt_core::platform::{SysfsDir, SysfsFile};
+use hsakmt_core::platform::{EntryKind, SysfsDir, SysfsFile};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, RawDir};
 
@@ -21,6 +27,17 @@ pub struct SysfsTree {
     root: FixedPath,
     /// `O_PATH` descriptor of the root, when it existed at construction.
     dir: Option<OwnedFd>,
+    /// The entry directory files were last read from (see the module docs). Taken out while
+    /// in use, so the lock is never held across a system call; a reader that finds it empty
+    /// or locked opens its own.
+    entries: spin::Mutex<Option<EntryDir>>,
+}
+
+/// An open `nodes/N/<kind>/` directory.
+struct EntryDir {
+    node: u32,
+    kind: EntryKind,
+    fd: OwnedFd,
 }
 
 impl core::fmt::Debug for SysfsTree {
@@ -34,7 +51,7 @@ impl SysfsTree {
     #[must_use]
     pub fn system() -> Self {
         let root = FixedPath::new(KFD_TOPOLOGY_ROOT.as_bytes()).unwrap_or_default();
-        Self { dir: open_root(&root), root }
+        Self { dir: open_root(&root), root, entries: spin::Mutex::new(None) }
     }
 
     /// A tree rooted at `root` (for example a copy of a real machine's tree).
@@ -44,7 +61,7 @@ impl SysfsTree {
     /// `EINVAL` when it contains a NUL byte.
     pub fn at(root: &[u8]) -> Result<Self, Errno> {
         let root = FixedPath::new(root)?;
-        Ok(Self { dir: open_root(&root), root })
+        Ok(Self { dir: open_root(&root), root, entries: spin::Mutex::new(None) })
     }
 
     /// The root directory as bytes.
@@ -124,10 +141,103 @@ fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
 }
 
+impl SysfsTree {
+    /// Opens `nodes/N/<kind>/I/properties` relative to the held directory of `nodes/N/<kind>/`
+    /// (opening it when another one is held). `None` when the directory cannot be opened: the
+    /// caller then opens the file from the root, which reports the file's own errno.
+    fn open_entry(&self, node: u32, kind: EntryKind, index: u32) -> Option<Result<OwnedFd, Errno>> {
+        let held = self.entries.try_lock().and_then(|mut slot| slot.take());
+        let dir = match held {
+            Some(d) if d.node == node && d.kind == kind => d,
+            _ => {
+                let mut path = self.base();
+                self::node(&mut path, node, kind.dir_name()).ok()?;
+                let fd = self.open(&path, OFlags::PATH | OFlags::DIRECTORY).ok()?;
+                EntryDir { node, kind, fd }
+            }
+        };
+        let name = EntryName::new(index);
+        let opened = loop {
+            match rustix::fs::openat(
+                dir.fd.as_fd(),
+                name.as_c_str(),
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Err(rustix::io::Errno::INTR) => {}
+                r => break r.map_err(errno),
+            }
+        };
+        if let Some(mut slot) = self.entries.try_lock() {
+            *slot = Some(dir);
+        }
+        Some(opened)
+    }
+
+    /// Closes the held entry directory.
+    fn release_entries(&self) {
+        if let Some(mut slot) = self.entries.try_lock() {
+            *slot = None;
+        }
+    }
+}
+
+/// `I/properties` as a C string, in a stack buffer.
+struct EntryName {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl EntryName {
+    fn new(index: u32) -> Self {
+        const LEAF: &[u8] = b"/properties\0";
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        let mut v = index;
+        loop {
+            start -= 1;
+            if let Some(d) = digits.get_mut(start) {
+                // `v % 10 < 10`, so the cast cannot truncate.
+                *d = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let mut buf = [0u8; 24];
+        let mut len = 0;
+        for &b in digits.get(start..).unwrap_or_default().iter().chain(LEAF) {
+            if let Some(slot) = buf.get_mut(len) {
+                *slot = b;
+                len += 1;
+            }
+        }
+        Self { buf, len }
+    }
+
+    fn as_c_str(&self) -> &CStr {
+        // At most 10 digits + 12 bytes of leaf: it fits, and only the last byte is NUL.
+        self.buf.get(..self.len).and_then(|b| CStr::from_bytes_with_nul(b).ok()).unwrap_or_default()
+    }
+}
+
 impl hsakmt_core::platform::Sysfs for SysfsTree {
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
-        let path = self.file_path(file)?;
-        let fd = self.open(&path, OFlags::RDONLY)?;
+        let fd = match file {
+            SysfsFile::EntryProperties { node, kind, index } if self.dir.is_some() => {
+                match self.open_entry(node, kind, index) {
+                    Some(opened) => opened?,
+                    None => self.open(&self.file_path(file)?, OFlags::RDONLY)?,
+                }
+            }
+            _ => {
+                if file == SysfsFile::GenerationId {
+                    self.release_entries();
+                }
+                self.open(&self.file_path(file)?, OFlags::RDONLY)?
+            }
+        };
         let mut filled = 0;
         while let Some(rest) = buf.get_mut(filled..) {
             if rest.is_empty() {
@@ -236,5 +346,51 @@ mod tests {
         let missing = SysfsDir::Entries { node: 0, kind: EntryKind::Cache };
         assert_eq!(tree.list_dir(missing, &mut ids).unwrap(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn entry_directories_are_held_between_generation_reads() {
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-entries-{}", std::process::id()));
+        let write = |path: &str, text: &str| {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("generation_id", "1\n");
+        write("nodes/1/io_links/0/properties", "type 2\n");
+        write("nodes/1/io_links/11/properties", "type 11\n");
+        write("nodes/1/caches/0/properties", "level 1\n");
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let entry = |kind, index| SysfsFile::EntryProperties { node: 1, kind, index };
+        let read = |file| {
+            let mut buf = [0u8; 64];
+            tree.read_file(file, &mut buf).map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+        };
+
+        // Alternating directories and indexes of one and two digits read the right files.
+        assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 2\n");
+        assert_eq!(read(entry(EntryKind::IoLink, 11)).unwrap(), "type 11\n");
+        assert_eq!(read(entry(EntryKind::Cache, 0)).unwrap(), "level 1\n");
+        assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 2\n");
+        assert!(tree.entries.lock().is_some(), "the directory is held");
+        // Missing entries and directories report the file's errno.
+        assert_eq!(read(entry(EntryKind::IoLink, 5)), Err(Errno::ENOENT));
+        assert_eq!(read(entry(EntryKind::MemBank, 0)), Err(Errno::ENOENT));
+
+        // Reading generation_id lets go of the directory, so a directory the kernel replaced
+        // (hot-unplug and re-plug) is found anew instead of through a stale descriptor.
+        assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 2\n");
+        assert_eq!(read(SysfsFile::GenerationId).unwrap(), "1\n");
+        assert!(tree.entries.lock().is_none());
+        std::fs::remove_dir_all(dir.join("nodes/1/io_links")).unwrap();
+        write("nodes/1/io_links/0/properties", "type 3\n");
+        assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 3\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(EntryName::new(0).as_c_str().to_bytes(), b"0/properties");
+        assert_eq!(EntryName::new(4_294_967_295).as_c_str().to_bytes(), b"4294967295/properties");
     }
 }
