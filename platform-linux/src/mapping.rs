@@ -262,21 +262,7 @@ pub fn map_fd(
 /// # Errors
 /// The errno of `mmap` / `madvise`.
 pub fn map_anonymous(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
-    let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
-    // SAFETY: as for `map_fd`: the target is our own reservation.
-    let p = unsafe {
-        rustix::mm::mmap_anonymous(
-            addr as *mut c_void,
-            len,
-            ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::PRIVATE | MapFlags::FIXED,
-        )
-    }
-    .map_err(errno)?;
-    let m = LinuxMapping::new(p, len, OnDrop::Reserve);
-    // SAFETY: the range was just mapped by us.
-    unsafe { rustix::mm::madvise(p, len, Advice::LinuxDontFork) }.map_err(errno)?;
-    Ok(m)
+    map_anonymous_at(addr, size, MapFlags::PRIVATE)
 }
 
 /// Backs `[addr, addr + size)` (inside a reservation) with zeroed *shared* anonymous memory,
@@ -285,6 +271,12 @@ pub fn map_anonymous(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
 /// # Errors
 /// The errno of `mmap` / `madvise`.
 pub fn map_shared(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
+    map_anonymous_at(addr, size, MapFlags::SHARED)
+}
+
+/// Zeroed anonymous memory over `[addr, addr + size)` of a reservation, private or shared as
+/// `sharing` says, marked `MADV_DONTFORK`.
+fn map_anonymous_at(addr: u64, size: u64, sharing: MapFlags) -> Result<LinuxMapping, Errno> {
     let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
     // SAFETY: as for `map_fd`: the target is our own reservation.
     let p = unsafe {
@@ -292,7 +284,7 @@ pub fn map_shared(addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
             addr as *mut c_void,
             len,
             ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::SHARED | MapFlags::FIXED,
+            sharing | MapFlags::FIXED,
         )
     }
     .map_err(errno)?;

@@ -80,22 +80,27 @@ impl FixedPath {
     /// As [`FixedPath::new`].
     pub fn push_num(&mut self, n: u32) -> Result<(), Errno> {
         let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        let mut v = n;
-        loop {
-            i -= 1;
-            if let Some(d) = digits.get_mut(i) {
-                // `v % 10 < 10`, so the cast cannot truncate.
-                *d = b'0' + (v % 10) as u8;
-            }
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        let text = digits.get(i..).unwrap_or_default();
+        let text = decimal(n, &mut digits);
         self.push_str(core::str::from_utf8(text).map_err(|_| Errno::EINVAL)?)
     }
+}
+
+/// `n` in decimal, written at the end of `digits` (a `u32` has at most 10).
+pub(crate) fn decimal(n: u32, digits: &mut [u8; 10]) -> &[u8] {
+    let mut i = digits.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        if let Some(d) = digits.get_mut(i) {
+            // `v % 10 < 10`, so the cast cannot truncate.
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    digits.get(i..).unwrap_or_default()
 }
 
 #[cfg(test)]

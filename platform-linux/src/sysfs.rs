@@ -17,7 +17,7 @@ use hsakmt_core::platform::{EntryKind, SysfsDir, SysfsFile};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, RawDir};
 
-use crate::path::FixedPath;
+use crate::path::{FixedPath, decimal};
 
 /// The real topology root the kernel creates (`kfd_topology.c`); libhsakmt reads this one.
 pub const KFD_TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
@@ -192,22 +192,9 @@ impl EntryName {
     fn new(index: u32) -> Self {
         const LEAF: &[u8] = b"/properties\0";
         let mut digits = [0u8; 10];
-        let mut start = digits.len();
-        let mut v = index;
-        loop {
-            start -= 1;
-            if let Some(d) = digits.get_mut(start) {
-                // `v % 10 < 10`, so the cast cannot truncate.
-                *d = b'0' + (v % 10) as u8;
-            }
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
         let mut buf = [0u8; 24];
         let mut len = 0;
-        for &b in digits.get(start..).unwrap_or_default().iter().chain(LEAF) {
+        for &b in decimal(index, &mut digits).iter().chain(LEAF) {
             if let Some(slot) = buf.get_mut(len) {
                 *slot = b;
                 len += 1;

@@ -223,13 +223,7 @@ fn execute(q: &SimQueue, cp: &Cp, p: &AqlPacket, index: u64) -> Outcome {
 
 /// Runs an AQL queue for at most `budget` packets; returns the outcome and packets consumed.
 pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u64) {
-    let vm = &cp.vm;
-    let (Some(ring), Some(read), Some(write)) = (
-        vm.resolve(q.gpu_id, regs.ring_address, regs.ring_size),
-        vm.resolve(q.gpu_id, q.read_pointer, 8),
-        vm.resolve(q.gpu_id, q.write_pointer, 8),
-    ) else {
-        q.raise_fault(cp, EC_QUEUE_WAVE_MEMORY_VIOLATION, 0, Some(regs.ring_address));
+    let Some((ring, read, write)) = q.ring_memory(cp, regs) else {
         return (Step::Idle, 0);
     };
     let slots = regs.ring_size / 64;

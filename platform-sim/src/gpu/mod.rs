@@ -43,7 +43,7 @@ use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
 
 use crate::mapping::DoorbellSink;
 use kernel::KernelRegistry;
-use vm::{GpuVm, Pin};
+use vm::{GpuVm, MemRange, Pin};
 
 pub(crate) use pqm::GpuFacts;
 
@@ -501,6 +501,26 @@ impl SimQueue {
         };
         self.packets.fetch_add(n, Ordering::Relaxed);
         step
+    }
+
+    /// The queue's ring and its read and write pointers in the GPU's address space. When one
+    /// of them is not mapped, puts the queue into error (a memory violation at the ring) and
+    /// returns `None`.
+    pub(crate) fn ring_memory(
+        &self,
+        cp: &Cp,
+        regs: &Regs,
+    ) -> Option<(MemRange, MemRange, MemRange)> {
+        let vm = &cp.vm;
+        if let (Some(ring), Some(read), Some(write)) = (
+            vm.resolve(self.gpu_id, regs.ring_address, regs.ring_size),
+            vm.resolve(self.gpu_id, self.read_pointer, 8),
+            vm.resolve(self.gpu_id, self.write_pointer, 8),
+        ) {
+            return Some((ring, read, write));
+        }
+        self.raise_fault(cp, EC_QUEUE_WAVE_MEMORY_VIOLATION, 0, Some(regs.ring_address));
+        None
     }
 
     /// Puts the queue into error: records the fault, writes the exception mask to the error

@@ -207,13 +207,7 @@ pub(crate) fn run_ib(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32) -> Result<IbOu
 
 /// Runs a PM4 queue for at most `budget` packets (pointers in dwords).
 pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u64) {
-    let vm = &cp.vm;
-    let (Some(ring), Some(rptr), Some(wptr)) = (
-        vm.resolve(q.gpu_id, regs.ring_address, regs.ring_size),
-        vm.resolve(q.gpu_id, q.read_pointer, 8),
-        vm.resolve(q.gpu_id, q.write_pointer, 8),
-    ) else {
-        q.raise_fault(cp, EC_QUEUE_WAVE_MEMORY_VIOLATION, 0, Some(regs.ring_address));
+    let Some((ring, rptr, wptr)) = q.ring_memory(cp, regs) else {
         return (Step::Idle, 0);
     };
     let (Some(rptr), Some(wptr)) = (rptr.u64s().first(), wptr.u64s().first()) else {

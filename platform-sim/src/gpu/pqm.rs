@@ -205,6 +205,27 @@ pub(crate) struct Pqm {
     trap: BTreeMap<u32, (u64, u64)>,
 }
 
+/// The checks amdkfd makes of the queue parameters create and update share: percentage and
+/// priority in range, a readable ring, a power-of-two ring size. Returns the ring size raised
+/// to the kernel's minimum.
+fn checked_ring(
+    percentage: u32,
+    priority: u32,
+    ring_base_address: u64,
+    ring_size: u32,
+) -> Result<u32, Errno> {
+    if percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE || priority > KFD_MAX_QUEUE_PRIORITY {
+        return Err(Errno::EINVAL);
+    }
+    if ring_base_address != 0 && !access_ok(ring_base_address, 8) {
+        return Err(Errno::EFAULT);
+    }
+    if !ring_size.is_power_of_two() && ring_size != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(ring_size.max(KFD_MIN_QUEUE_RING_SIZE))
+}
+
 fn access_ok(addr: u64, size: u64) -> bool {
     addr.checked_add(size).is_some_and(|e| e <= TASK_SIZE)
 }
@@ -278,20 +299,8 @@ impl GpuModel {
         kfd_minor: u32,
         vm_acquired: bool,
     ) -> Result<(), Errno> {
-        if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
-            || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
-        {
-            return Err(Errno::EINVAL);
-        }
-        if a.ring_base_address != 0 && !access_ok(a.ring_base_address, 8) {
-            return Err(Errno::EFAULT);
-        }
-        if !a.ring_size.is_power_of_two() && a.ring_size != 0 {
-            return Err(Errno::EINVAL);
-        }
-        if a.ring_size < KFD_MIN_QUEUE_RING_SIZE {
-            a.ring_size = KFD_MIN_QUEUE_RING_SIZE;
-        }
+        a.ring_size =
+            checked_ring(a.queue_percentage, a.queue_priority, a.ring_base_address, a.ring_size)?;
         if !access_ok(a.read_pointer_address, 4)
             || !access_ok(a.write_pointer_address, 4)
             || (a.eop_buffer_address != 0 && !access_ok(a.eop_buffer_address, 4))
@@ -453,20 +462,8 @@ impl GpuModel {
 
     /// `AMDKFD_IOC_UPDATE_QUEUE`.
     pub(crate) fn update_queue(&self, a: &mut kfd_ioctl_update_queue_args) -> Result<(), Errno> {
-        if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
-            || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
-        {
-            return Err(Errno::EINVAL);
-        }
-        if a.ring_base_address != 0 && !access_ok(a.ring_base_address, 8) {
-            return Err(Errno::EFAULT);
-        }
-        if !a.ring_size.is_power_of_two() && a.ring_size != 0 {
-            return Err(Errno::EINVAL);
-        }
-        if a.ring_size < KFD_MIN_QUEUE_RING_SIZE {
-            a.ring_size = KFD_MIN_QUEUE_RING_SIZE;
-        }
+        a.ring_size =
+            checked_ring(a.queue_percentage, a.queue_priority, a.ring_base_address, a.ring_size)?;
         let q = self.queue(a.queue_id).ok_or(Errno::EFAULT)?;
         if q.is_hung() {
             // The HWS cannot unmap the queue to change it: the preemption times out.

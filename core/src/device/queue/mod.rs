@@ -408,6 +408,22 @@ impl<M: SharedMemory> QueueRecord<M> {
             _ => None,
         }
     }
+
+    /// What a producer writes through: the exact ring mapping and the mapping of the read and
+    /// write pointers.
+    ///
+    /// # Errors
+    /// [`QueueError::WrongQueueKind`] when the library has no exact mapping of either.
+    fn producer_views(&self) -> Result<(M, M), QueueError> {
+        let ring = self.ring_view().ok_or(QueueError::WrongQueueKind)?;
+        let pointers = self
+            .parts
+            .pointers
+            .as_ref()
+            .and_then(QueueBuffer::mapping)
+            .ok_or(QueueError::WrongQueueKind)?;
+        Ok((ring, pointers.clone()))
+    }
 }
 
 /// Buffers of destroyed queues the library keeps to free later (see the module docs); beyond
@@ -1029,13 +1045,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             if r.info.queue_type != QueueType::ComputeAql {
                 return Err(QueueError::WrongQueueKind);
             }
-            let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
-            let pointers = r
-                .parts
-                .pointers
-                .as_ref()
-                .and_then(QueueBuffer::mapping)
-                .ok_or(QueueError::WrongQueueKind)?;
+            let (ring, pointers) = r.producer_views()?;
             let mem = AqlRingMemory {
                 ring,
                 indices: pointers.clone(),
@@ -1044,7 +1054,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 doorbell: r.doorbell.clone(),
                 doorbell_offset: r.doorbell_offset,
             };
-            (mem, r.info.queue_id, ProducerToken::new(pointers.clone()))
+            (mem, r.info.queue_id, ProducerToken::new(pointers))
         };
         let ring = AqlProducer::new(SharedAqlCells::new(mem)?)?;
         Ok(AqlQueue::new(handle, queue_id, ring, token))
@@ -1061,18 +1071,12 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if r.info.queue_type != QueueType::Compute {
             return Err(QueueError::WrongQueueKind);
         }
-        let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
-        let pointers = r
-            .parts
-            .pointers
-            .as_ref()
-            .and_then(QueueBuffer::mapping)
-            .ok_or(QueueError::WrongQueueKind)?;
+        let (ring, pointers) = r.producer_views()?;
         Ok(Pm4Queue::new(
             handle,
             r.info.queue_id,
             ring,
-            pointers.clone(),
+            pointers,
             READ_POINTER_OFFSET,
             WRITE_POINTER_OFFSET,
             r.doorbell.clone(),
@@ -1093,16 +1097,10 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             if !r.info.queue_type.is_sdma() {
                 return Err(QueueError::WrongQueueKind);
             }
-            let ring = r.ring_view().ok_or(QueueError::WrongQueueKind)?;
-            let pointers = r
-                .parts
-                .pointers
-                .as_ref()
-                .and_then(QueueBuffer::mapping)
-                .ok_or(QueueError::WrongQueueKind)?;
+            let (ring, pointers) = r.producer_views()?;
             let mem = SdmaRingMemory {
                 ring,
-                pointers: pointers.clone(),
+                pointers,
                 rptr_offset: READ_POINTER_OFFSET,
                 wptr_offset: WRITE_POINTER_OFFSET,
                 doorbell: r.doorbell.clone(),
