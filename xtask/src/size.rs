@@ -68,12 +68,11 @@ pub(crate) fn build_image() -> Result<Built, String> {
     build(
         "hsakmt-image",
         &["-p", "hsakmt-image", "--features", "image"],
-        TARGET,
+        (TARGET, "no libc"),
         IMAGE_RUSTFLAGS,
         "image",
         "hsakmt-image",
     )
-    .map(|b| Built { libc: "no libc", ..b })
 }
 
 /// Builds the `hsakmt` binary statically (see the module docs) and checks it is static.
@@ -85,15 +84,15 @@ pub(crate) fn build_cli() -> Result<Built, String> {
             run_keeping_stdout_clean(Command::new("rustup").args(["target", "add", MUSL_TARGET]));
     }
     if target_installed(MUSL_TARGET) {
-        return build("hsakmt (static)", package, MUSL_TARGET, CLI_MUSL_RUSTFLAGS, "cli", "hsakmt")
-            .map(|b| Built { libc: "musl", ..b });
+        let target = (MUSL_TARGET, "musl");
+        return build("hsakmt (static)", package, target, CLI_MUSL_RUSTFLAGS, "cli", "hsakmt");
     }
     eprintln!(
         "==> the {MUSL_TARGET} standard library could not be installed (`rustup target add \
          {MUSL_TARGET}`); linking hsakmt against static glibc instead, which is larger"
     );
-    build("hsakmt (static)", package, TARGET, CLI_GLIBC_RUSTFLAGS, "cli", "hsakmt")
-        .map(|b| Built { libc: "glibc +crt-static", ..b })
+    let target = (TARGET, "glibc +crt-static");
+    build("hsakmt (static)", package, target, CLI_GLIBC_RUSTFLAGS, "cli", "hsakmt")
 }
 
 /// Whether the standard library of `target` is installed for the toolchain in use.
@@ -123,7 +122,7 @@ pub(crate) fn target_dir() -> PathBuf {
 fn build(
     what: &str,
     package: &[&str],
-    target: &str,
+    (target, libc): (&str, &'static str),
     rustflags: &[&str],
     dir: &str,
     bin: &str,
@@ -145,7 +144,7 @@ fn build(
     if !linkage.is_static() {
         return Err(format!("{} is not static: {linkage:?}", path.display()));
     }
-    Ok(Built { path, bytes, linkage, libc: "" })
+    Ok(Built { path, bytes, linkage, libc })
 }
 
 /// Runs `cmd` with its stdout discarded (cargo reports on stderr; stdout stays JSON-clean),

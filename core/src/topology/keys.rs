@@ -133,28 +133,8 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
     pub(crate) fn find(&self, names: &[&str], name: &[u8]) -> Option<usize> {
         let h = hash(name, self.seed) as usize & (SLOTS - 1);
         let i = usize::from(*self.slots.get(h)?);
-        same_bytes(names.get(i)?.as_bytes(), name).then_some(i)
+        (names.get(i)?.as_bytes() == name).then_some(i)
     }
-}
-
-/// Byte equality of two short slices, eight bytes at a time and inline: names are a few
-/// dozen bytes, where a call to `memcmp` costs more than the comparison.
-#[inline(always)]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let (mut a, mut b) = (a, b);
-    while let (Some((x, ra)), Some((y, rb))) =
-        (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
-    {
-        if x != y {
-            return false;
-        }
-        a = ra;
-        b = rb;
-    }
-    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Implemented by every key enum; lets the file parser stay generic.

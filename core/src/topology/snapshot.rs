@@ -206,18 +206,17 @@ enum Fetched<'b> {
 /// Files read back to back before they are parsed (see [`Topology::refresh`]).
 const READ_BATCH: usize = 32;
 
-/// One entry file read in a batch: where its bytes start in the buffer, how large its window
-/// was, and what the read returned.
+/// One entry file read in a batch (into a one-page window): where its bytes start in the
+/// buffer and what the read returned.
 #[derive(Clone, Copy)]
 struct EntryRead {
     index: u32,
     start: usize,
-    cap: usize,
     result: Result<usize, Errno>,
 }
 
 impl EntryRead {
-    const EMPTY: Self = Self { index: 0, start: 0, cap: 0, result: Ok(0) };
+    const EMPTY: Self = Self { index: 0, start: 0, result: Ok(0) };
 }
 
 fn fetch<'b, S: Sysfs + ?Sized, const W: usize>(
@@ -846,12 +845,11 @@ impl<
                     break;
                 };
                 let Some(window) = buf.get_mut(used..used + MIN_READ_BUFFER) else { break };
-                let cap = window.len();
                 let result = sysfs.read_file(entry_file(node, kind, index), window);
-                *slot = EntryRead { index, start: used, cap, result };
+                *slot = EntryRead { index, start: used, result };
                 count += 1;
                 match result {
-                    Ok(len) => used += len.min(cap),
+                    Ok(len) => used += len.min(MIN_READ_BUFFER),
                     // A failed read can end this kind's reading (EPERM, or a missing entry
                     // under trusted counts): handle it before reading further.
                     Err(_) => break,
@@ -861,7 +859,7 @@ impl<
             for read in reads.get(..count).unwrap_or_default() {
                 let file = entry_file(node, kind, read.index);
                 let window = buf.get(read.start..).unwrap_or_default();
-                let fetched = classify(&mut self.diag, file, read.result, read.cap, window);
+                let fetched = classify(&mut self.diag, file, read.result, MIN_READ_BUFFER, window);
                 let outcome = self.store_entry(node, kind, read.index, fetched)?;
                 let denied = outcome == Outcome::Denied;
                 if outcome == Outcome::Missing && trusted.is_some() {
