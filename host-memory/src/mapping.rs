@@ -84,13 +84,15 @@ impl HostMapping {
     /// alone.
     ///
     /// # Soundness
-    /// The range is checked to be mapped now. That it *stays* mapped while the view lives is the
-    /// registration contract the device model enforces on its caller — libhsakmt's for
-    /// registered memory, which amdkfd backs by pinning the pages: the application keeps the
-    /// memory until it deregisters it, and the model drops its views at deregistration. This is
-    /// the one promise of this crate's safe API that rests on the caller rather than on a
-    /// check (an application that unmaps registered memory would, on a GPU, have it written by
-    /// DMA all the same); models that can afford it re-check [`is_mapped`] before each use.
+    /// The range is checked to be mapped now (with [`is_mapped`], which cannot tell a
+    /// `PROT_NONE` reservation from accessible memory). That it *stays* mapped, readable and
+    /// writable while the view lives is the registration contract a device model holds its
+    /// caller to — libhsakmt's for registered memory, which amdkfd backs by pinning the pages:
+    /// the application keeps the memory until it deregisters it, and the model drops its views
+    /// at deregistration. This is the one promise of this crate's safe API that rests on the
+    /// caller rather than on a check (an application that unmaps registered memory would, on a
+    /// GPU, have it written by DMA all the same); models that can afford it re-check
+    /// [`is_mapped`] before each use.
     ///
     /// # Errors
     /// `EINVAL` for a range that is empty or whose start is not 8-byte aligned, `EFAULT` when a

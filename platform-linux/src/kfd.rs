@@ -1,7 +1,7 @@
 //! `/dev/kfd` ioctls: the typed [`Ioctl`] requests of core turned into the kernel's request
 //! codes and argument memory.
 //!
-//! Each request code is tied to its argument type at compile time: [`call`] takes a `&mut T`
+//! Each request code is tied to its argument type at compile time: the wrapper takes a `&mut T`
 //! and issues `T::CHECKED_REQUEST` ([`IoctlArg`]), whose size field core proves equal to
 //! `size_of::<T>()`; no code is paired with an argument by hand. `AMDKFD_IOC_SVM`, whose size
 //! covers a variable number of trailing attributes, builds its code from the same checked one.

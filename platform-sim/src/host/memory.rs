@@ -9,8 +9,7 @@ use hsakmt_core::error::{Errno, ErrorKind};
 use hsakmt_core::memory::va::VaSlot;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::{SIGNAL_SIZE, Signal, SignalInit};
-use hsakmt_hostmem::HostMapping;
-use hsakmt_hostmem::{is_mapped, map_shared_anywhere};
+use hsakmt_hostmem::{HostMapping, is_mapped, map_shared_anywhere};
 
 use crate::gpu::vm::HostVm;
 use hsakmt_core::driver::SubAllocator;

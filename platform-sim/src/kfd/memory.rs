@@ -595,13 +595,11 @@ impl Memory {
                 return Ok((view.clone(), offset));
             }
             let size = usize::try_from(bo.size).map_err(|_| Errno::EFAULT)?;
-            if !host::is_mapped(user & !(PAGE - 1), page_align(bo.size)) {
-                return Err(Errno::EFAULT);
-            }
             // User-pointer memory is the application's: registering it promises to keep it
             // mapped until it is deregistered (libhsakmt's contract; amdkfd pins the pages at
-            // registration); the view is dropped with the buffer at deregistration.
-            let view = HostMapping::registered(user, size)?;
+            // registration); the view, checked to be mapped now, is dropped with the buffer at
+            // deregistration. Memory the GPU cannot reach is a fault.
+            let view = HostMapping::registered(user, size).map_err(|_| Errno::EFAULT)?;
             bo.user_view = Some(view.clone());
             return Ok((view, offset));
         }

@@ -1078,7 +1078,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if !r.doorbell_offset.is_multiple_of(8) {
             return Err(QueueError::Ring(RingError::Misaligned));
         }
-        if r.doorbell_offset / 8 >= r.doorbell.u64s().len() {
+        if r.doorbell_offset.checked_add(8).is_none_or(|end| end > r.doorbell.len()) {
             return Err(QueueError::Ring(RingError::OutOfBounds));
         }
         let (ring, pointers) = r.producer_views()?;
