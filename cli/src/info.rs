@@ -10,6 +10,7 @@ use hsakmt_core::topology::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::output::Failure;
 use crate::source::{Source, SourceArgs};
 
 /// Arguments of `hsakmt info`.
@@ -34,7 +35,10 @@ pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     Ok(topo)
 }
 
-pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
+pub(crate) fn run(args: &InfoArgs) -> Result<(), Failure> {
+    if args.source.sim.as_deref() == Some(crate::profiles::HELP) {
+        return crate::profiles::print();
+    }
     let source = Source::resolve(&args.source)?;
     // The snapshot is a few hundred KiB: build it on a thread with room for it in debug builds.
     let topo = std::thread::scope(|s| {
@@ -54,8 +58,7 @@ pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
     } else {
         report(&topo, source.describe())
     };
-    crate::output::emit(&out);
-    Ok(())
+    crate::output::emit(&out)
 }
 
 fn num(v: u64) -> Value {
@@ -250,7 +253,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 pub(crate) fn report(topo: &Topology, source: &str) -> String {
     let mut s = String::new();
     let gpus = topo.gpu_count();
-    let _ = writeln!(s, "KFD topology of {source}");
+    let _ = writeln!(s, "KFD topology of {}", crate::text::escape(source));
     let _ = writeln!(
         s,
         "  {} nodes ({} CPU, {gpus} GPU), generation {}",
@@ -290,7 +293,7 @@ pub(crate) fn report(topo: &Topology, source: &str) -> String {
                     "node {id}: {}  {gfx}{over}  gpu_id {}  {}",
                     kind.name(),
                     opt(n.gpu_id()),
-                    if name.is_empty() { "-" } else { name }
+                    if name.is_empty() { "-".into() } else { crate::text::escape(name) }
                 );
                 let _ = writeln!(
                     s,

@@ -8,32 +8,37 @@
 //! would need a code-object loader, the step is the barrier alone and the block must come back
 //! unchanged — the copy/barrier/signal path.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use hsakmt_core::platform::SharedMemory as _;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hsakmt_core::device::SignalCondition;
+use hsakmt_core::device::{self, SignalCondition};
 use hsakmt_core::driver::{
-    AgentFeatures, AgentId, AgentKind, Buffer, Capabilities, Driver, DriverError, DriverId,
-    DriverKind, KfdDriver, Policy, QueueId, QueueParams, RegionId, RegionKind, Registry, SignalId,
-    Waited, policy::DRIVER_ENV,
+    AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, Driver, DriverError,
+    DriverId, DriverKind, KfdDriver, Policy, QueueId, QueueParams, RegionId, RegionKind, Registry,
+    SignalId, Waited, policy::DRIVER_ENV,
 };
-use hsakmt_core::error::Errno;
-use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch};
-use hsakmt_core::uapi::IOCTLS;
+use hsakmt_core::platform::SharedMemory as _;
+use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch, PacketWords};
+use hsakmt_core::topology;
 use hsakmt_linux::{LinuxPlatform, latency};
 use hsakmt_sim::{
-    HostDriver, IoctlFault, KernelCtx, KernelFault, KernelRegistry, Profile, SimPlatform, Trigger,
+    CpMode, HostDriver, KernelCtx, KernelFault, KernelRegistry, Profile, SimPlatform,
 };
 use serde::Serialize;
 
-use crate::bench::Samples;
+use crate::histogram::Histogram;
+use crate::inject::{self, FaultSpec};
+use crate::output::Failure;
 
 /// How long one iteration may take before the run fails.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most iterations one run may ask for: hours at the fastest loops. Latencies go into a
+/// fixed-size histogram, so memory does not depend on the count; the limit keeps a typo from
+/// starting a run that would not end.
+pub(crate) const MAX_ITERATIONS: u64 = 1_000_000_000;
 
 /// Arguments of `hsakmt run`.
 #[derive(Debug, Args)]
@@ -41,10 +46,11 @@ pub(crate) struct RunArgs {
     /// Use the simulator with this embedded profile instead of detecting a driver.
     #[arg(long, value_name = "PROFILE")]
     sim: Option<String>,
-    /// Control-loop iterations.
+    /// Control-loop iterations (1 to 1,000,000,000).
     #[arg(long, default_value_t = 10_000)]
     iterations: u64,
-    /// GPU agents to spread the loop over: a number, or `all`.
+    /// GPU agents to spread the loop over: a number, or `all`; each must get at least one
+    /// iteration.
     #[arg(long, default_value = "1")]
     gpus: String,
     /// Bytes per input block (a multiple of 4).
@@ -54,27 +60,12 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Simulator only: fail an ioctl, as `NAME=ERRNO@N` (e.g. `WAIT_EVENTS=EIO@3`: the third
-    /// `AMDKFD_IOC_WAIT_EVENTS` fails with `EIO`). Repeatable. For testing failure handling.
+    /// `AMDKFD_IOC_WAIT_EVENTS` fails with `EIO`). Repeatable. For testing failure handling:
+    /// the simulated GPU then runs only while the loop waits, so the same calls fail on every
+    /// run; a fault that never fires, or that makes the policy leave the simulator, fails the
+    /// run.
     #[arg(long, value_name = "NAME=ERRNO@N")]
     inject: Vec<String>,
-}
-
-/// Parses `NAME=ERRNO@N` into an ioctl fault.
-fn parse_fault(spec: &str) -> Result<IoctlFault, String> {
-    let bad = || format!("--inject {spec}: expected NAME=ERRNO@N, e.g. WAIT_EVENTS=EIO@3");
-    let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
-    let (errno, nth) = rest.split_once('@').ok_or_else(bad)?;
-    let info = IOCTLS
-        .iter()
-        .find(|i| i.name.trim_start_matches("AMDKFD_IOC_").eq_ignore_ascii_case(name))
-        .ok_or_else(|| format!("--inject {spec}: no ioctl named {name}"))?;
-    let errno = Errno::ALL
-        .iter()
-        .copied()
-        .find(|e| e.name().is_some_and(|n| n.eq_ignore_ascii_case(errno)))
-        .ok_or_else(|| format!("--inject {spec}: no errno named {errno}"))?;
-    let nth = nth.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(bad)?;
-    Ok(IoctlFault { nr: Some(info.nr), errno, trigger: Trigger::Nth(nth) })
 }
 
 /// The step the compute kernel performs on every word.
@@ -136,7 +127,11 @@ fn control_kernel(ctx: &KernelCtx<'_>) -> Result<(), KernelFault> {
 struct LatencyNs {
     p50: f64,
     p99: f64,
+    #[serde(rename = "p99.9")]
+    p99_9: f64,
     max: f64,
+    /// The percentiles' bound on relative error (the maximum is exact).
+    relative_error: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -152,6 +147,10 @@ struct Report {
     latency_ns: LatencyNs,
     throughput_per_s: f64,
     latency_controls: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    injected_faults: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    teardown_failures: Vec<String>,
 }
 
 /// One agent's pipeline: buffers, queue, signals.
@@ -270,7 +269,7 @@ impl<'d> Pipeline<'d> {
             d.signal_store(s, 1).map_err(e("signal reset"))?;
         }
         let bytes = u64::from(self.words) * 4;
-        let mut packets = Vec::with_capacity(4);
+        let mut packets = Packets::default();
         match self.kernels {
             Some(k) if !self.dma => {
                 packets.push(words(AqlPacket::KernelDispatch(self.dispatch(
@@ -311,10 +310,10 @@ impl<'d> Pipeline<'d> {
                     ARGS_OUT,
                     self.copied_out,
                 )))?);
-                d.submit(self.queue, &packets).map_err(e("submit"))?;
+                d.submit(self.queue, packets.as_slice()).map_err(e("submit"))?;
             }
             _ => {
-                d.submit(self.queue, &packets).map_err(e("submit"))?;
+                d.submit(self.queue, packets.as_slice()).map_err(e("submit"))?;
                 let src = if self.kernels.is_some() { self.dev_out.addr } else { self.dev_in.addr };
                 d.copy(
                     self.agent,
@@ -346,15 +345,54 @@ impl<'d> Pipeline<'d> {
         Ok(ok)
     }
 
-    fn release(self) {
+    /// Destroys the queue and signals and frees the buffers, each even when an earlier step
+    /// failed; returns what failed.
+    fn release(self) -> Vec<String> {
         let d = self.driver;
-        let _ = d.destroy_queue(self.queue);
+        let node = self.agent.node;
+        let mut failed = Vec::new();
+        if let Err(e) = d.destroy_queue(self.queue) {
+            failed.push(format!("agent node {node}: destroying the queue: {e}"));
+        }
         for s in [self.copied_in, self.computed, self.copied_out] {
-            let _ = d.destroy_signal(s);
+            if let Err(e) = d.destroy_signal(s) {
+                failed.push(format!("agent node {node}: destroying a signal: {e}"));
+            }
         }
-        for b in [self.host_in, self.host_out, self.dev_in, self.dev_out, self.kernarg] {
-            let _ = d.free(b.addr);
+        let blocks = [
+            (self.host_in, "host input block"),
+            (self.host_out, "host output block"),
+            (self.dev_in, "device input block"),
+            (self.dev_out, "device output block"),
+            (self.kernarg, "kernel arguments"),
+        ];
+        for (b, what) in blocks {
+            if let Err(e) = d.free(b.addr) {
+                failed.push(format!("agent node {node}: freeing the {what}: {e}"));
+            }
         }
+        failed
+    }
+}
+
+/// One iteration's AQL packets, without allocating: at most five (copy in, barrier, step,
+/// barrier, copy out when the agent copies with blit kernels).
+#[derive(Default)]
+struct Packets {
+    words: [PacketWords; 5],
+    len: usize,
+}
+
+impl Packets {
+    fn push(&mut self, p: PacketWords) {
+        if let Some(slot) = self.words.get_mut(self.len) {
+            *slot = p;
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[PacketWords] {
+        self.words.get(..self.len).unwrap_or_default()
     }
 }
 
@@ -374,9 +412,10 @@ fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
     }
     let mut allowed = [0usize; 256];
     match latency::allowed_cpus(&mut allowed) {
-        Ok(n) if n > cpus => {
-            out.push(format!("{cpus} loop thread(s) pinned to CPUs {:?}", &allowed[n - cpus..n]))
-        }
+        Ok(n) if n > cpus => out.push(format!(
+            "{cpus} loop thread(s) pinned to CPUs {:?}",
+            allowed.get(n - cpus..n).unwrap_or_default()
+        )),
         Ok(_) => out.push("loop threads not pinned (no spare CPU)".to_string()),
         Err(e) => out.push(format!("loop threads not pinned: {e}")),
     }
@@ -386,35 +425,151 @@ fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
 fn pin_and_prioritise(index: usize, cpus: usize) -> Option<String> {
     let mut allowed = [0usize; 256];
     let n = latency::allowed_cpus(&mut allowed).ok()?;
-    if n > cpus {
-        let _ = latency::pin_current_thread(allowed[n - cpus + index]);
+    if n > cpus
+        && let Some(cpu) = allowed.get(n - cpus + index)
+    {
+        let _ = latency::pin_current_thread(*cpu);
     }
     latency::set_realtime(10)
         .err()
         .map(|e| format!("not realtime: {e} (needs CAP_SYS_NICE or RLIMIT_RTPRIO)"))
 }
 
-pub(crate) fn run(args: &RunArgs) -> Result<(), String> {
-    if args.block == 0 || !args.block.is_multiple_of(4) {
-        return Err(format!("--block {}: must be a non-zero multiple of 4", args.block));
+/// How many GPU agents `--gpus` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gpus {
+    /// `all`: every usable agent.
+    All,
+    /// This many.
+    Count(usize),
+}
+
+/// Parses `--gpus`: a number of at least 1, or `all`.
+fn parse_gpus(text: &str) -> Result<Gpus, String> {
+    if text == "all" {
+        return Ok(Gpus::All);
     }
-    if args.iterations == 0 {
-        return Err("--iterations must be at least 1".into());
+    let shown = crate::text::escape(text);
+    match text.parse::<usize>() {
+        Ok(0) => Err("--gpus 0: at least one GPU runs the loop".into()),
+        Ok(n) => Ok(Gpus::Count(n)),
+        Err(_) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("--gpus {shown}: more GPUs than any machine has"))
+        }
+        Err(_) => Err(format!("--gpus {shown}: a number of GPUs (1, 2, …) or `all`")),
     }
+}
+
+/// What the arguments ask for, checked before anything starts.
+struct Plan {
+    gpus: Gpus,
+    faults: Vec<FaultSpec>,
+    /// The driver `HSAKMT_DRIVER` names.
+    env: Option<DriverKind>,
+}
+
+impl Plan {
+    fn new(args: &RunArgs) -> Result<Self, String> {
+        if args.block == 0 || !args.block.is_multiple_of(4) {
+            return Err(format!("--block {}: must be a non-zero multiple of 4", args.block));
+        }
+        if args.iterations == 0 {
+            return Err("--iterations must be at least 1".into());
+        }
+        if args.iterations > MAX_ITERATIONS {
+            return Err(format!(
+                "--iterations {}: at most {MAX_ITERATIONS} per run",
+                args.iterations
+            ));
+        }
+        let gpus = parse_gpus(&args.gpus)?;
+        let faults = args.inject.iter().map(|s| inject::parse(s)).collect::<Result<_, _>>()?;
+        let env = crate::env::driver()?;
+        if let (Some(profile), Some(kind)) = (&args.sim, env)
+            && kind != DriverKind::Sim
+        {
+            return Err(format!(
+                "--sim {} runs the simulator, but {DRIVER_ENV} asks for the `{kind}` driver: \
+                 drop --sim or unset {DRIVER_ENV}",
+                crate::text::escape(profile)
+            ));
+        }
+        Ok(Self { gpus, faults, env })
+    }
+}
+
+pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
+    if args.sim.as_deref() == Some(crate::profiles::HELP) {
+        return crate::profiles::print();
+    }
+    let plan = Plan::new(args)?;
     // The device facades are large; run on a thread with room for them in debug builds.
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(64 << 20)
-            .spawn_scoped(s, || detect_and_run(args))
-            .map_err(|e| e.to_string())?
+            .spawn_scoped(s, || detect_and_run(args, &plan))
+            .map_err(|e| Failure::from(e.to_string()))?
             .join()
-            .map_err(|_| "the run panicked".to_string())?
+            .map_err(|_| Failure::from("the run panicked"))?
     })
 }
 
-fn detect_and_run(args: &RunArgs) -> Result<(), String> {
+/// A detection failure that the configuration caused (a malformed `HSA_OVERRIDE_GFX_VERSION`):
+/// an error of the run, never a reason to fall back to another driver.
+fn configuration_error(registry: &Registry<'_>) -> Option<String> {
+    registry.report().iter().find_map(|d| match &d.outcome {
+        Err(DriverError::Device(device::Error::Topology(
+            e @ topology::Error::GfxOverride { .. },
+        ))) => Some(e.to_string()),
+        _ => None,
+    })
+}
+
+/// The usable agents of the chosen driver, and how many of them `plan` asks for.
+fn agents_to_use(
+    driver: &dyn Driver,
+    kind: DriverKind,
+    plan: &Plan,
+    iterations: u64,
+) -> Result<Vec<AgentInfo>, String> {
+    // Agents that execute kernel dispatch packets.
+    let mut agents: Vec<_> = (0..driver.agent_count())
+        .filter_map(|i| driver.agent(i))
+        .filter(|a| match kind {
+            DriverKind::Host => a.kind == AgentKind::Cpu,
+            _ => a.kind == AgentKind::Gpu,
+        })
+        .collect();
+    if agents.is_empty() {
+        return Err(format!(
+            "the `{kind}` driver has no agent to run the loop on (the topology has no usable GPU: \
+             none, or none with a gpu_id; `--sim help` lists the profiles that have one)"
+        ));
+    }
+    let wanted = match plan.gpus {
+        Gpus::All => agents.len(),
+        Gpus::Count(n) if n > agents.len() => {
+            return Err(format!(
+                "--gpus {n}: the `{kind}` driver has only {} agent(s)",
+                agents.len()
+            ));
+        }
+        Gpus::Count(n) => n,
+    };
+    if u64::try_from(wanted).unwrap_or(u64::MAX) > iterations {
+        return Err(format!(
+            "--gpus {wanted} with --iterations {iterations}: every GPU needs at least one \
+             iteration; use at most {iterations} GPU(s) or at least {wanted} iterations"
+        ));
+    }
+    agents.truncate(wanted);
+    Ok(agents)
+}
+
+fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
-    let profile = Profile::embedded(&profile_name).map_err(|e| e.to_string())?;
+    let profile = Profile::embedded(&profile_name)
+        .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
     // One kernel registry for the simulator and the host driver: the same kernel objects run
     // on either.
     let registry_of_kernels = KernelRegistry::new();
@@ -422,14 +577,17 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
         step: registry_of_kernels.register("control_step", control_kernel),
         copy: registry_of_kernels.register("blit_copy", copy_kernel),
     };
-    let sim = SimPlatform::builder()
+    let mut builder = SimPlatform::builder()
         .profile(profile)
         .inherit_env(true)
-        .kernels(registry_of_kernels.clone())
-        .build();
-    for spec in &args.inject {
-        sim.inject(parse_fault(spec)?);
+        .kernels(registry_of_kernels.clone());
+    if !plan.faults.is_empty() {
+        // Deterministic ioctl sequences: see `crate::inject`.
+        builder = builder.cp_mode(CpMode::OnWait);
     }
+    let sim = builder.build();
+    let armed = inject::Armed::arm(&sim, &plan.faults);
+    let probe = sim.clone();
     let kfd = Box::new(KfdDriver::new(DriverKind::Kfd, DriverId(0), LinuxPlatform::new()));
     let simulated = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(1), sim));
     let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
@@ -442,10 +600,21 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     if args.sim.is_none() {
         let _ = registry.detect(&*host);
     }
-    let env = std::env::var(DRIVER_ENV).ok();
+    let shutdown_all = |registry: &Registry<'_>| {
+        registry
+            .drivers()
+            .filter_map(|(_, d)| {
+                d.shutdown().err().map(|e| format!("shutting `{}` down: {e}", d.kind()))
+            })
+            .collect::<Vec<_>>()
+    };
+    if let Some(e) = configuration_error(&registry) {
+        shutdown_all(&registry);
+        return Err(e.into());
+    }
     let policy =
         if args.sim.is_some() { Policy::Explicit(DriverKind::Sim) } else { Policy::GpuFirst };
-    let (choice, driver) = match registry.choose(policy, env.as_deref().map(str::as_bytes)) {
+    let (choice, driver) = match registry.choose(policy, plan.env.map(|k| k.name().as_bytes())) {
         Ok(c) => c,
         Err(e) => {
             let mut msg = format!("no driver to run on: {e}");
@@ -454,9 +623,35 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
                     msg.push_str(&format!("\n  {}: {why}", d.kind));
                 }
             }
-            return Err(msg);
+            shutdown_all(&registry);
+            return Err(msg.into());
         }
     };
+    if !armed.is_empty() && choice.kind != DriverKind::Sim {
+        let fired = armed.fired(&probe);
+        let why = registry
+            .report()
+            .iter()
+            .find(|d| d.kind == DriverKind::Sim)
+            .and_then(|d| d.outcome.as_ref().err())
+            .map(ToString::to_string);
+        shutdown_all(&registry);
+        return Err(match (fired.is_empty(), why) {
+            (false, Some(why)) => format!(
+                "--inject {}: the fault fired while the simulator was being set up, so the `sim` \
+                 driver was not usable ({why}) and the policy fell back to `{}`: the loop did \
+                 not run under the fault",
+                fired.join(", --inject "),
+                choice.kind
+            ),
+            _ => format!(
+                "--inject makes the simulator fail, but the policy chose the `{}` driver: add \
+                 --sim PROFILE or set {DRIVER_ENV}=sim",
+                choice.kind
+            ),
+        }
+        .into());
+    }
     let platform = match choice.kind {
         DriverKind::Kfd => "linux /dev/kfd".to_string(),
         DriverKind::Sim => format!("simulator profile {profile_name}"),
@@ -465,57 +660,32 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     if !args.json {
         for d in registry.report() {
             if let Err(why) = &d.outcome {
-                eprintln!("hsakmt: driver `{}` not usable: {why}", d.kind);
+                crate::note!("hsakmt: driver `{}` not usable: {why}", d.kind);
             }
         }
-        eprintln!("hsakmt: using {choice}");
+        crate::note!("hsakmt: using {choice}");
     }
     // Registered kernels run where the driver executes host kernels (simulator, host CPU).
     let kernels = driver.capabilities().contains(Capabilities::HOST_KERNELS).then_some(sim_kernels);
-
-    // Agents that execute kernel dispatch packets.
-    let agents: Vec<_> = (0..driver.agent_count())
-        .filter_map(|i| driver.agent(i))
-        .filter(|a| match choice.kind {
-            DriverKind::Host => a.kind == AgentKind::Cpu,
-            _ => a.kind == AgentKind::Gpu,
-        })
-        .collect();
-    if agents.is_empty() {
-        return Err(format!(
-            "the `{}` driver has no agent to run the loop on (the topology has no usable GPU: \
-             none, or none with a gpu_id)",
-            choice.kind
-        ));
-    }
-    let wanted = match args.gpus.as_str() {
-        "all" => agents.len(),
-        n => n
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| format!("--gpus {n}: a number of at least 1, or `all`"))?,
+    let used = match agents_to_use(driver, choice.kind, plan, args.iterations) {
+        Ok(used) => used,
+        Err(e) => {
+            shutdown_all(&registry);
+            return Err(e.into());
+        }
     };
-    if wanted > agents.len() {
-        return Err(format!(
-            "--gpus {wanted}: the `{}` driver has only {} agent(s)",
-            choice.kind,
-            agents.len()
-        ));
-    }
-    let used = &agents[..wanted];
     if !args.json {
         let all: Vec<_> = (0..driver.agent_count()).filter_map(|i| driver.agent(i)).collect();
         let cpus = all.iter().filter(|a| a.kind == AgentKind::Cpu).count();
-        eprintln!(
+        crate::note!(
             "hsakmt: {} agents ({} CPU, {} GPU); running on {}:",
             all.len(),
             cpus,
             all.len() - cpus,
             used.len()
         );
-        for a in used {
-            eprintln!(
+        for a in &used {
+            crate::note!(
                 "  node {:>2}  {:<8} {:>4} CUs  {:>6} MiB  gpu_id {}",
                 a.id.node,
                 a.name,
@@ -530,22 +700,32 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     // device is real: the simulator's and the host driver's engines are threads on the same
     // CPUs, which a spinning realtime loop thread would starve.
     let tune = choice.kind == DriverKind::Kfd;
-    let controls = latency_controls(used.len(), tune);
-    let result = run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
-    let shutdown = driver.shutdown();
-    for (_, other) in registry.drivers() {
-        let _ = other.shutdown();
+    let mut controls = latency_controls(used.len(), tune);
+    let (result, mut problems) =
+        run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
+    if let Err(e) = driver.shutdown() {
+        problems.push(format!("shutting the `{}` driver down: {e}", choice.kind));
     }
-    let (latencies, verified, elapsed, rt) = result?;
-    shutdown.map_err(|e| format!("shutting the driver down: {e}"))?;
-    let mut controls = controls;
+    problems.extend(shutdown_all(&registry));
+    let never = armed.never_fired(&probe);
+    let (latencies, verified, elapsed, rt) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let mut msg = e;
+            for p in &problems {
+                msg.push_str(&format!("\n  teardown: {p}"));
+            }
+            msg.push_str(&never);
+            return Err(msg.into());
+        }
+    };
     controls.extend(rt);
 
     let report = Report {
         driver: choice.kind.name().to_string(),
         platform,
         reason: choice.to_string(),
-        iterations: args.iterations,
+        iterations: latencies.len(),
         verified,
         gpus: used.len(),
         agents: used.iter().map(|a| format!("node {} {}", a.id.node, a.name)).collect(),
@@ -557,37 +737,60 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
         latency_ns: LatencyNs {
             p50: latencies.percentile(50.0),
             p99: latencies.percentile(99.0),
-            max: latencies.max(),
+            p99_9: latencies.percentile(99.9),
+            max: latencies.max() as f64,
+            relative_error: crate::histogram::RELATIVE_ERROR,
         },
         throughput_per_s: args.iterations as f64 / elapsed.as_secs_f64(),
         latency_controls: controls,
+        injected_faults: armed.fired(&probe).into_iter().map(str::to_string).collect(),
+        teardown_failures: problems.clone(),
     };
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        crate::output::emit(&format!("{text}\n"));
+        crate::output::emit(&format!("{text}\n"))?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
-    if verified { Ok(()) } else { Err("some iterations returned a wrong result".into()) }
+    let mut failures = Vec::new();
+    if !verified {
+        failures.push("some iterations returned a wrong result".to_string());
+    }
+    if !problems.is_empty() {
+        failures.push(format!("teardown failed:\n  {}", problems.join("\n  ")));
+    }
+    if !never.is_empty() {
+        failures.push(format!("an injected fault never fired:{never}"));
+    }
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
 }
 
-type LoopResult = (Samples, bool, Duration, Vec<String>);
+type LoopResult = (Histogram, bool, Duration, Vec<String>);
 /// One agent's latencies, whether its results checked out, and a latency-control note.
-type AgentOutcome = (Samples, bool, Option<String>);
+type AgentOutcome = (Histogram, bool, Option<String>);
 
+/// Runs the loop on `agents`; returns its outcome and, apart, what failed while the pipelines
+/// were released (reported whether the loop succeeded or not).
 fn run_loop(
     driver: &dyn Driver,
     agents: Vec<AgentId>,
     args: &RunArgs,
     kernels: Option<Kernels>,
     tune: bool,
-) -> Result<LoopResult, String> {
-    let pipelines: Vec<Pipeline<'_>> = agents
-        .iter()
-        .map(|a| Pipeline::new(driver, *a, args.block, kernels))
-        .collect::<Result<_, _>>()?;
-    let per = args.iterations / pipelines.len() as u64;
-    let extra = args.iterations % pipelines.len() as u64;
+) -> (Result<LoopResult, String>, Vec<String>) {
+    let mut pipelines = Vec::with_capacity(agents.len());
+    for a in &agents {
+        match Pipeline::new(driver, *a, args.block, kernels) {
+            Ok(p) => pipelines.push(p),
+            Err(e) => {
+                let released = pipelines.into_iter().flat_map(Pipeline::release).collect();
+                return (Err(e), released);
+            }
+        }
+    }
+    let threads = pipelines.len() as u64;
+    let per = args.iterations / threads;
+    let extra = args.iterations % threads;
     let done = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let progress = !args.json && std::io::stderr().is_terminal();
@@ -599,10 +802,9 @@ fn run_loop(
             .map(|(i, p)| {
                 let count = per + u64::from((i as u64) < extra);
                 let (done, failed) = (&done, &failed);
-                let n_threads = pipelines.len();
                 s.spawn(move || {
-                    let rt = if tune { pin_and_prioritise(i, n_threads) } else { None };
-                    let mut lat = Samples::with_capacity(count as usize);
+                    let rt = if tune { pin_and_prioritise(i, threads as usize) } else { None };
+                    let mut lat = Histogram::new();
                     let mut ok = true;
                     let mut input = vec![0u8; args.block as usize];
                     let mut output = vec![0u8; args.block as usize];
@@ -610,7 +812,7 @@ fn run_loop(
                         if failed.load(Ordering::Relaxed) {
                             break;
                         }
-                        let n = k * n_threads as u64 + i as u64;
+                        let n = k * threads + i as u64;
                         let t = Instant::now();
                         match p.iterate(n, &mut input, &mut output) {
                             Ok(good) => ok &= good,
@@ -619,7 +821,7 @@ fn run_loop(
                                 return Err(format!("agent node {}: {e}", p.agent.node));
                             }
                         }
-                        lat.push(t.elapsed().as_nanos() as f64);
+                        lat.record(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok((lat, ok, rt))
@@ -627,20 +829,20 @@ fn run_loop(
             })
             .collect();
         if progress {
+            let bar = |d: u64| {
+                let pct = d.saturating_mul(100) / args.iterations.max(1);
+                let filled = "#".repeat(usize::try_from(pct / 4).unwrap_or(25).min(25));
+                crate::output::progress(format_args!(
+                    "[{filled:<25}] {pct:>3}% {d}/{}",
+                    args.iterations
+                ));
+            };
             while handles.iter().any(|h| !h.is_finished()) {
-                let d = done.load(Ordering::Relaxed);
-                let pct = d * 100 / args.iterations.max(1);
-                let bar = "#".repeat((pct / 4) as usize);
-                eprint!("\r[{bar:<25}] {pct:>3}% {d}/{}", args.iterations);
-                let _ = std::io::stderr().flush();
+                bar(done.load(Ordering::Relaxed));
                 std::thread::sleep(Duration::from_millis(100));
             }
-            eprintln!(
-                "\r[{:<25}] 100% {}/{}",
-                "#".repeat(25),
-                done.load(Ordering::Relaxed),
-                args.iterations
-            );
+            bar(done.load(Ordering::Relaxed));
+            crate::note!("");
         }
         handles
             .into_iter()
@@ -648,23 +850,24 @@ fn run_loop(
             .collect()
     });
     let elapsed = start.elapsed();
-    for p in pipelines {
-        p.release();
-    }
-    let mut all = Samples::with_capacity(args.iterations as usize);
+    let released: Vec<String> = pipelines.into_iter().flat_map(Pipeline::release).collect();
+    let mut all = Histogram::new();
     let mut verified = true;
     let mut rt = Vec::new();
     for o in outcomes {
-        let (lat, ok, note) = o?;
-        all.extend(&lat);
+        let (lat, ok, note) = match o {
+            Ok(o) => o,
+            Err(e) => return (Err(e), released),
+        };
+        all.merge(&lat);
         verified &= ok;
         rt.extend(note);
     }
     rt.dedup();
-    Ok((all, verified, elapsed, rt))
+    (Ok((all, verified, elapsed, rt)), released)
 }
 
-fn print_report(r: &Report) {
+fn print_report(r: &Report) -> Result<(), Failure> {
     use std::fmt::Write as _;
     let mut s = String::new();
     let us = |ns: f64| format!("{:.1} us", ns / 1000.0);
@@ -673,9 +876,10 @@ fn print_report(r: &Report) {
     let _ = writeln!(s, "  compute     {}", r.compute);
     let _ = writeln!(
         s,
-        "  latency     p50 {}  p99 {}  max {}",
+        "  latency     p50 {}  p99 {}  p99.9 {}  max {}",
         us(r.latency_ns.p50),
         us(r.latency_ns.p99),
+        us(r.latency_ns.p99_9),
         us(r.latency_ns.max)
     );
     let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
@@ -687,5 +891,42 @@ fn print_report(r: &Report) {
     for c in &r.latency_controls {
         let _ = writeln!(s, "  latency     {c}");
     }
-    crate::output::emit(&s);
+    for f in &r.injected_faults {
+        let _ = writeln!(s, "  injected    {f} fired; the library worked around it");
+    }
+    for t in &r.teardown_failures {
+        let _ = writeln!(s, "  teardown    FAILED: {t}");
+    }
+    crate::output::emit(&s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn gpus_parse_with_their_own_words() {
+        assert_eq!(parse_gpus("all"), Ok(Gpus::All));
+        assert_eq!(parse_gpus("3"), Ok(Gpus::Count(3)));
+        assert!(parse_gpus("0").unwrap_err().contains("at least one"));
+        assert!(parse_gpus("99999999999999999999999").unwrap_err().contains("more GPUs than"));
+        for bad in ["", "-1", "ALL", "2x", " 2", "\u{1b}[2J"] {
+            let e = parse_gpus(bad).unwrap_err();
+            assert!(e.contains("a number of GPUs") && !e.contains('\u{1b}'), "{bad:?}: {e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_gpus_text_parses_or_says_why(text in "\\PC*|[0-9]{0,30}|[\u{0}-\u{20}a-z0-9]{0,8}") {
+            match parse_gpus(&text) {
+                Ok(Gpus::Count(n)) => prop_assert!(
+                    n >= 1 && text.trim_start_matches('+').bytes().all(|b| b.is_ascii_digit())
+                ),
+                Ok(Gpus::All) => prop_assert_eq!(text.as_str(), "all"),
+                Err(e) => prop_assert!(!e.chars().any(char::is_control)),
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
+use hsakmt_linux::path::PATH_CAPACITY;
 use hsakmt_linux::{KFD_TOPOLOGY_ROOT, LinuxPlatform, SysfsTree};
 use hsakmt_sim::{Profile, SimPlatform};
 
@@ -15,7 +16,7 @@ pub(crate) struct SourceArgs {
     /// Read the topology tree rooted at DIR (a copy of `/sys/devices/virtual/kfd/kfd/topology`).
     #[arg(long, value_name = "DIR", conflicts_with = "sim")]
     pub(crate) sysfs: Option<PathBuf>,
-    /// Use an embedded simulator profile (see `--sim help`).
+    /// Use an embedded simulator profile (`--sim help` lists them).
     #[arg(long, value_name = "PROFILE")]
     pub(crate) sim: Option<String>,
 }
@@ -33,14 +34,29 @@ impl Source {
     /// the default simulator profile, with a note on stderr.
     pub(crate) fn resolve(args: &SourceArgs) -> Result<Self, String> {
         if let Some(dir) = &args.sysfs {
-            if !dir.is_dir() {
-                return Err(format!("--sysfs {}: not a directory", dir.display()));
+            let shown = crate::text::escape(&dir.to_string_lossy()).into_owned();
+            let len = dir.as_os_str().len();
+            if len >= PATH_CAPACITY {
+                return Err(format!(
+                    "--sysfs {shown}: the path is {len} bytes long, beyond the {} bytes a \
+                     topology root may have",
+                    PATH_CAPACITY - 1
+                ));
+            }
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(format!("--sysfs {shown}: not a directory")),
+                Err(e) => {
+                    let why =
+                        e.raw_os_error().map_or_else(|| e.to_string(), |n| Errno(n).to_string());
+                    return Err(format!("--sysfs {shown}: {why}"));
+                }
             }
             let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes())
-                .map_err(|e| format!("--sysfs {}: {e}", dir.display()))?;
+                .map_err(|e| format!("--sysfs {shown}: {e}"))?;
             return Ok(Self::Linux(
                 Box::new(LinuxPlatform::with_sysfs(tree)),
-                format!("sysfs tree {}", dir.display()),
+                format!("sysfs tree {shown}"),
             ));
         }
         if let Some(name) = &args.sim {
@@ -52,7 +68,7 @@ impl Source {
                 format!("this machine ({KFD_TOPOLOGY_ROOT})"),
             ));
         }
-        eprintln!(
+        crate::note!(
             "hsakmt: no KFD topology on this machine ({KFD_TOPOLOGY_ROOT} is absent: no amdgpu \
              driver with KFD); using the simulator profile '{}'",
             hsakmt_sim::DEFAULT_PROFILE
@@ -60,8 +76,10 @@ impl Source {
         Self::sim(hsakmt_sim::DEFAULT_PROFILE)
     }
 
-    fn sim(name: &str) -> Result<Self, String> {
-        let profile = Profile::embedded(name).map_err(|e| e.to_string())?;
+    /// The simulator over the embedded profile `name`.
+    pub(crate) fn sim(name: &str) -> Result<Self, String> {
+        let profile = Profile::embedded(name)
+            .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
         let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
         Ok(Self::Sim(Box::new(sim), format!("simulator profile {name}")))
     }

@@ -36,7 +36,7 @@ use hsakmt_core::error::Errno;
 use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, ResetType};
 use hsakmt_core::topology::{READ_BUFFER, Topology};
 
-pub use fault::{IoctlFault, Trigger};
+pub use fault::{FaultId, FaultRecord, IoctlFault, Trigger};
 pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault, KernelRegistry};
 pub use gpu::pm4::{
     PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
@@ -254,9 +254,15 @@ impl SimPlatform {
         self.kfd.gpus.iter().map(|g| g.gpu_id).collect()
     }
 
-    /// Arms an ioctl fault.
-    pub fn inject(&self, fault: IoctlFault) {
-        self.kfd.faults.arm(fault);
+    /// Arms an ioctl fault; [`SimPlatform::fault_record`] later says what became of it.
+    pub fn inject(&self, fault: IoctlFault) -> FaultId {
+        self.kfd.faults.arm(fault)
+    }
+
+    /// The calls fault `id` saw and how often it fired (kept after it fired or was cleared).
+    #[must_use]
+    pub fn fault_record(&self, id: FaultId) -> Option<FaultRecord> {
+        self.kfd.faults.record(id)
     }
 
     /// Disarms every ioctl fault.
