@@ -140,9 +140,6 @@ impl Faults {
                 }
             };
             if fire {
-                if std::env::var_os("DBG_FAULT").is_some() {
-                    eprintln!("FIRE {:?}\n{}", a.fault, std::backtrace::Backtrace::force_capture());
-                }
                 fired = Some(a.fault.errno);
             }
             if let Some(r) = log.get_mut(a.id.0) {
