@@ -32,6 +32,9 @@ use crate::histogram::Histogram;
 use crate::inject::{self, FaultSpec};
 use crate::output::Failure;
 
+/// The largest `--block`: 256 MiB.
+const MAX_BLOCK: u32 = 256 << 20;
+
 /// How long one iteration may take before the run fails.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,7 +56,7 @@ pub(crate) struct RunArgs {
     /// iteration.
     #[arg(long, default_value = "1")]
     gpus: String,
-    /// Bytes per input block (a multiple of 4).
+    /// Bytes per input block (a multiple of 4, at most 256 MiB).
     #[arg(long, default_value_t = 4096)]
     block: u32,
     /// Print one JSON object instead of the report.
@@ -472,6 +475,13 @@ impl Plan {
     fn new(args: &RunArgs) -> Result<Self, String> {
         if args.block == 0 || !args.block.is_multiple_of(4) {
             return Err(format!("--block {}: must be a non-zero multiple of 4", args.block));
+        }
+        if args.block > MAX_BLOCK {
+            return Err(format!(
+                "--block {}: at most {MAX_BLOCK} bytes (256 MiB; four blocks live in memory \
+                 per GPU)",
+                args.block
+            ));
         }
         if args.iterations == 0 {
             return Err("--iterations must be at least 1".into());

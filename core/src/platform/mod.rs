@@ -105,7 +105,9 @@ pub trait Sysfs {
     ///
     /// # Errors
     /// The errno of the failing open or read: `ENOENT` for a missing file, `EPERM` for a node
-    /// hidden by the caller's device cgroup.
+    /// hidden by the caller's device cgroup. A path that is not a regular file (sysfs
+    /// attributes are) is never read: `EISDIR` for a directory, `EINVAL` for anything else (a
+    /// FIFO, socket or device node), at once — never a blocking open or read.
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno>;
 
     /// Lists the entries of `dir` whose names are decimal numbers, storing up to `out.len()` of

@@ -24,7 +24,9 @@ pub enum Location {
 pub enum WarningKind {
     /// The file does not exist (`ENOENT`); its values are reported absent.
     MissingFile,
-    /// Reading the file failed with this errno; its values are reported absent.
+    /// Reading the file failed with this errno; its values are reported absent. A platform
+    /// reports a path that is not a regular file as `EISDIR` (a directory) or `EINVAL` (a FIFO,
+    /// socket or device node: unsuitable for reading), see [`Sysfs`](crate::platform::Sysfs).
     ReadFailed(Errno),
     /// Listing the directory failed with this errno; it is treated as empty.
     ListFailed(Errno),
@@ -157,6 +159,11 @@ impl fmt::Display for WarningKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::MissingFile => f.write_str("missing"),
+            Self::ReadFailed(e @ Errno::EINVAL) => write!(
+                f,
+                "read failed: not a regular file (a FIFO, socket or device node?): {}",
+                e.name().unwrap_or("EINVAL")
+            ),
             Self::ReadFailed(e) => write!(f, "read failed: {e}"),
             Self::ListFailed(e) => write!(f, "listing failed: {e}"),
             Self::EmptyFile => f.write_str("empty file"),
