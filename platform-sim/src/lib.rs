@@ -11,7 +11,10 @@
 //! SDMA packets (copies, fills, fences, traps, memory polls) on the process's memory, completes
 //! signals and raises events; faults put the queue into error with the kernel's exception code
 //! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
-//! queues only in [`SimPlatform::run_until_idle`], deterministically.
+//! queues only in [`SimPlatform::run_until_idle`], deterministically; [`CpMode::OnWait`] also
+//! runs them when the process waits in `AMDKFD_IOC_WAIT_EVENTS`, so a program that waits for
+//! its work issues the same ioctls on every run (what makes injected faults reproducible:
+//! [`SimPlatform::inject`] arms one, [`SimPlatform::fault_record`] says whether it fired).
 //!
 //! The same command processor also runs the host-CPU driver, [`HostDriver`]: a
 //! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
