@@ -473,8 +473,15 @@ fn text(v: Value<'_>) -> Result<&str, MetadataProblem> {
     v.as_str().ok_or(MetadataProblem::WrongType)
 }
 
+/// A boolean, also as the integer 0 or 1 (LLVM writes `.workgroup_processor_mode` as one).
 fn flag(v: Value<'_>) -> Result<bool, MetadataProblem> {
-    v.as_bool().ok_or(MetadataProblem::WrongType)
+    match v {
+        Value::Bool(b) => Ok(b),
+        Value::UInt(0) => Ok(false),
+        Value::UInt(1) => Ok(true),
+        Value::UInt(_) => Err(MetadataProblem::OutOfRange),
+        _ => Err(MetadataProblem::WrongType),
+    }
 }
 
 /// A power of two, or `OutOfRange`.

@@ -171,10 +171,10 @@ pub struct Kernel<'a> {
     pub metadata: KernelMetadata<'a>,
 }
 
-impl Kernel<'_> {
+impl<'a> Kernel<'a> {
     /// The kernel's source name.
     #[must_use]
-    pub const fn name(&self) -> &str {
+    pub const fn name(&self) -> &'a str {
         self.metadata.name
     }
 
