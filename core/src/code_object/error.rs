@@ -137,6 +137,8 @@ pub enum ElfProblem {
     Overlap,
     /// A relocation names a symbol where its type takes none.
     UnexpectedSymbol,
+    /// A relocation's value (`base + addend`) would point outside the image.
+    TargetOutsideImage,
     /// The image has no `PT_LOAD` segment.
     NoSegments,
     /// A kernel's code entry lies outside the executable segments.
@@ -301,6 +303,7 @@ impl fmt::Display for ElfProblem {
             Self::FileSizeAboveMemSize => "file size exceeds memory size",
             Self::Overlap => "load segments out of order or overlapping",
             Self::UnexpectedSymbol => "relocation of this type names a symbol",
+            Self::TargetOutsideImage => "relocation points outside the image",
             Self::NoSegments => "no PT_LOAD segment",
             Self::EntryNotExecutable => "kernel code entry is not in an executable segment",
         })

@@ -9,7 +9,7 @@
 //! "Code Object V6 Metadata".
 
 use super::error::{MetadataError, MetadataProblem};
-use super::msgpack::{self, Map, Seq, Value};
+use super::msgpack::{Cursor, Map, Seq, Value};
 
 /// The kind of a kernel argument (`.value_kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -367,61 +367,57 @@ impl<'a> Metadata<'a> {
     pub(super) const EMPTY: Metadata<'static> =
         Metadata { version: [1, 0], target: "", kernels: Seq::EMPTY };
 
-    /// Parses and validates a metadata document (the note's descriptor bytes).
+    /// Parses and validates a metadata document (the note's descriptor bytes), in one
+    /// forward pass.
     ///
     /// # Errors
     /// Malformed MessagePack, a value of the wrong type, a required key missing, a value out
     /// of range (an argument past the kernarg segment, an alignment that is not a power of
     /// two) or a version other than 1.x — each naming the kernel, argument and key.
     pub fn parse(data: &'a [u8]) -> Result<Self, MetadataError> {
+        let syntax = |kernel, arg| {
+            move |e| MetadataError { kernel, arg, key: "", problem: MetadataProblem::Syntax(e) }
+        };
         let top = |key, problem| MetadataError::top(key, problem);
-        let doc = msgpack::read(data).map_err(|e| top("", MetadataProblem::Syntax(e)))?;
+        let mut c = Cursor::new(data);
+        let doc = c.next(0).map_err(syntax(None, None))?;
         let map = doc.as_map().ok_or(top("", MetadataProblem::WrongType))?;
         let (mut version, mut target, mut kernels) = (None, None, None);
-        for pair in map.iter() {
-            let (k, v) = pair.map_err(|e| top("", MetadataProblem::Syntax(e)))?;
-            match k.as_str() {
+        for _ in 0..map.len() {
+            let key = c.next(1).map_err(syntax(None, None))?;
+            c.skip_contents(&key).map_err(syntax(None, None))?;
+            let value = c.next(1).map_err(syntax(None, None))?;
+            match key.as_str() {
+                Some("amdhsa.kernels") => {
+                    let seq = value.as_array();
+                    let seq = seq.ok_or(top("amdhsa.kernels", MetadataProblem::WrongType))?;
+                    for i in 0..seq.len() {
+                        kernel_pass(&mut c, i)?;
+                    }
+                    kernels = Some(seq);
+                    continue;
+                }
                 Some("amdhsa.version") => {
-                    version = Some(pair_of(v).map_err(|p| top("amdhsa.version", p))?);
+                    version = Some(pair_of(value).map_err(|p| top("amdhsa.version", p))?);
                 }
                 Some("amdhsa.target") => {
-                    target =
-                        Some(v.as_str().ok_or(top("amdhsa.target", MetadataProblem::WrongType))?);
-                }
-                Some("amdhsa.kernels") => {
-                    let seq = v.as_array();
-                    kernels = Some(seq.ok_or(top("amdhsa.kernels", MetadataProblem::WrongType))?);
+                    let text = value.as_str();
+                    target = Some(text.ok_or(top("amdhsa.target", MetadataProblem::WrongType))?);
                 }
                 _ => {}
             }
+            c.skip_contents(&value).map_err(syntax(None, None))?;
         }
         let missing = |key| top(key, MetadataProblem::MissingKey);
         let version = version.ok_or(missing("amdhsa.version"))?;
         if version[0] != 1 {
             return Err(top("amdhsa.version", MetadataProblem::UnsupportedVersion));
         }
-        let meta = Self {
+        Ok(Self {
             version,
             target: target.ok_or(missing("amdhsa.target"))?,
             kernels: kernels.ok_or(missing("amdhsa.kernels"))?,
-        };
-        for (i, k) in (0u32..).zip(meta.kernels.iter()) {
-            let err = |problem| MetadataError { kernel: Some(i), arg: None, key: "", problem };
-            let map = k.map_err(|e| err(MetadataProblem::Syntax(e)))?.as_map();
-            let kernel = kernel(map.ok_or(err(MetadataProblem::WrongType))?, i)?;
-            for (a, arg) in (0u32..).zip(kernel.args.seq.iter().flat_map(|s| s.iter())) {
-                let err =
-                    |problem| MetadataError { kernel: Some(i), arg: Some(a), key: "", problem };
-                let map = arg.map_err(|e| err(MetadataProblem::Syntax(e)))?.as_map();
-                argument(
-                    map.ok_or(err(MetadataProblem::WrongType))?,
-                    i,
-                    a,
-                    kernel.args.segment_size,
-                )?;
-            }
-        }
-        Ok(meta)
+        })
     }
 
     /// The number of kernels.
@@ -441,6 +437,59 @@ impl<'a> Metadata<'a> {
     #[must_use]
     pub fn by_symbol(&self, symbol: &[u8]) -> Option<KernelMetadata<'a>> {
         self.kernels().find(|k| k.symbol.as_bytes() == symbol)
+    }
+}
+
+/// Validates kernel map `index` at the cursor, its argument maps included.
+fn kernel_pass(c: &mut Cursor<'_>, index: u32) -> Result<(), MetadataError> {
+    let err = |arg, key, problem| MetadataError { kernel: Some(index), arg, key, problem };
+    let syntax = |e| err(None, "", MetadataProblem::Syntax(e));
+    let map =
+        c.next(2).map_err(syntax)?.as_map().ok_or(err(None, "", MetadataProblem::WrongType))?;
+    let mut fields = KernelFields::default();
+    // The argument that ends last (checked against the segment size, which may follow).
+    let mut last_end: Option<(u32, u32)> = None;
+    for _ in 0..map.len() {
+        let key = c.next(3).map_err(syntax)?;
+        c.skip_contents(&key).map_err(syntax)?;
+        let value = c.next(3).map_err(syntax)?;
+        let Some(key) = key.as_str() else {
+            c.skip_contents(&value).map_err(syntax)?;
+            continue;
+        };
+        fields.set(key, value).map_err(|(key, p)| err(None, key, p))?;
+        if key != ".args" {
+            c.skip_contents(&value).map_err(syntax)?;
+            continue;
+        }
+        for a in 0..value.as_array().map_or(0, |s| s.len()) {
+            let syntax = |e| err(Some(a), "", MetadataProblem::Syntax(e));
+            let arg = c.next(4).map_err(syntax)?.as_map();
+            let arg = arg.ok_or(err(Some(a), "", MetadataProblem::WrongType))?;
+            let mut fields = ArgFields::new(a);
+            for _ in 0..arg.len() {
+                let key = c.next(5).map_err(syntax)?;
+                c.skip_contents(&key).map_err(syntax)?;
+                let value = c.next(5).map_err(syntax)?;
+                if let Some(key) = key.as_str() {
+                    fields.set(key, value).map_err(|(key, p)| err(Some(a), key, p))?;
+                }
+                c.skip_contents(&value).map_err(syntax)?;
+            }
+            let arg = fields.finish().map_err(|(key, p)| err(Some(a), key, p))?;
+            let end = arg.offset.checked_add(arg.size);
+            let end = end.ok_or(err(Some(a), ".offset", MetadataProblem::OutOfRange))?;
+            if last_end.is_none_or(|(_, e)| end > e) {
+                last_end = Some((a, end));
+            }
+        }
+    }
+    let k = fields.finish(index)?;
+    match last_end {
+        Some((a, end)) if end > k.kernarg_segment_size => {
+            Err(err(Some(a), ".offset", MetadataProblem::OutOfRange))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -489,200 +538,267 @@ fn power_of_two(n: u32) -> Result<u32, MetadataProblem> {
     if n.is_power_of_two() { Ok(n) } else { Err(MetadataProblem::OutOfRange) }
 }
 
-/// Decodes kernel map `index`.
-fn kernel(map: Map<'_>, index: u32) -> Result<KernelMetadata<'_>, MetadataError> {
-    let at = |key: &'static str| {
-        move |problem| MetadataError { kernel: Some(index), arg: None, key, problem }
-    };
-    let mut name = None;
-    let mut symbol = None;
-    let mut language = None;
-    let mut language_version = None;
-    let mut kernarg_segment_size = None;
-    let mut kernarg_segment_align = None;
-    let mut group_segment_fixed_size = None;
-    let mut private_segment_fixed_size = None;
-    let mut wavefront_size = None;
-    let mut sgpr_count = None;
-    let mut vgpr_count = None;
-    let mut agpr_count = None;
-    let mut sgpr_spill_count = None;
-    let mut vgpr_spill_count = None;
-    let mut max_flat_workgroup_size = None;
-    let mut reqd_workgroup_size = None;
-    let mut workgroup_size_hint = None;
-    let mut uses_dynamic_stack = None;
-    let mut workgroup_processor_mode = None;
-    let mut uniform_work_group_size = false;
-    let mut kind = KernelKind::Normal;
-    let mut args = None;
-    for pair in map.iter() {
-        let (k, v) = pair.map_err(|e| at("")(MetadataProblem::Syntax(e)))?;
-        let Some(key) = k.as_str() else { continue };
+/// A problem with one key.
+type KeyError = (&'static str, MetadataProblem);
+
+/// The keys of a kernel map, as they are found.
+#[derive(Default)]
+struct KernelFields<'a> {
+    name: Option<&'a str>,
+    symbol: Option<&'a str>,
+    language: Option<&'a str>,
+    language_version: Option<[u32; 2]>,
+    kernarg_segment_size: Option<u32>,
+    kernarg_segment_align: Option<u32>,
+    group_segment_fixed_size: Option<u32>,
+    private_segment_fixed_size: Option<u32>,
+    wavefront_size: Option<u32>,
+    sgpr_count: Option<u32>,
+    vgpr_count: Option<u32>,
+    agpr_count: Option<u32>,
+    sgpr_spill_count: Option<u32>,
+    vgpr_spill_count: Option<u32>,
+    max_flat_workgroup_size: Option<u32>,
+    reqd_workgroup_size: Option<[u32; 3]>,
+    workgroup_size_hint: Option<[u32; 3]>,
+    uses_dynamic_stack: Option<bool>,
+    workgroup_processor_mode: Option<bool>,
+    uniform_work_group_size: bool,
+    kind: Option<KernelKind>,
+    args: Option<Seq<'a>>,
+}
+
+impl<'a> KernelFields<'a> {
+    /// Takes one key's value (unknown keys are ignored).
+    fn set(&mut self, key: &str, v: Value<'a>) -> Result<(), KeyError> {
+        // Applies `decode` to the value, naming `key` in an error.
+        fn with<'v, T>(
+            key: &'static str,
+            v: Value<'v>,
+            decode: impl FnOnce(Value<'v>) -> Result<T, MetadataProblem>,
+        ) -> Result<Option<T>, KeyError> {
+            decode(v).map(Some).map_err(|p| (key, p))
+        }
+        let aligned = |v| int(v).and_then(power_of_two);
         match key {
-            ".name" => name = Some(text(v).map_err(at(".name"))?),
-            ".symbol" => symbol = Some(text(v).map_err(at(".symbol"))?),
-            ".language" => language = Some(text(v).map_err(at(".language"))?),
-            ".language_version" => {
-                language_version = Some(pair_of(v).map_err(at(".language_version"))?);
-            }
+            ".name" => self.name = with(".name", v, text)?,
+            ".symbol" => self.symbol = with(".symbol", v, text)?,
+            ".language" => self.language = with(".language", v, text)?,
+            ".language_version" => self.language_version = with(".language_version", v, pair_of)?,
             ".kernarg_segment_size" => {
-                kernarg_segment_size = Some(int(v).map_err(at(".kernarg_segment_size"))?);
+                self.kernarg_segment_size = with(".kernarg_segment_size", v, int)?
             }
             ".kernarg_segment_align" => {
-                let a = int(v).and_then(power_of_two);
-                kernarg_segment_align = Some(a.map_err(at(".kernarg_segment_align"))?);
+                self.kernarg_segment_align = with(".kernarg_segment_align", v, aligned)?;
             }
             ".group_segment_fixed_size" => {
-                group_segment_fixed_size = Some(int(v).map_err(at(".group_segment_fixed_size"))?);
+                self.group_segment_fixed_size = with(".group_segment_fixed_size", v, int)?;
             }
             ".private_segment_fixed_size" => {
-                private_segment_fixed_size =
-                    Some(int(v).map_err(at(".private_segment_fixed_size"))?);
+                self.private_segment_fixed_size = with(".private_segment_fixed_size", v, int)?;
             }
-            ".wavefront_size" => {
-                let w = int(v).and_then(power_of_two);
-                wavefront_size = Some(w.map_err(at(".wavefront_size"))?);
-            }
-            ".sgpr_count" => sgpr_count = Some(int(v).map_err(at(".sgpr_count"))?),
-            ".vgpr_count" => vgpr_count = Some(int(v).map_err(at(".vgpr_count"))?),
-            ".agpr_count" => agpr_count = Some(int(v).map_err(at(".agpr_count"))?),
-            ".sgpr_spill_count" => {
-                sgpr_spill_count = Some(int(v).map_err(at(".sgpr_spill_count"))?);
-            }
-            ".vgpr_spill_count" => {
-                vgpr_spill_count = Some(int(v).map_err(at(".vgpr_spill_count"))?);
-            }
+            ".wavefront_size" => self.wavefront_size = with(".wavefront_size", v, aligned)?,
+            ".sgpr_count" => self.sgpr_count = with(".sgpr_count", v, int)?,
+            ".vgpr_count" => self.vgpr_count = with(".vgpr_count", v, int)?,
+            ".agpr_count" => self.agpr_count = with(".agpr_count", v, int)?,
+            ".sgpr_spill_count" => self.sgpr_spill_count = with(".sgpr_spill_count", v, int)?,
+            ".vgpr_spill_count" => self.vgpr_spill_count = with(".vgpr_spill_count", v, int)?,
             ".max_flat_workgroup_size" => {
-                max_flat_workgroup_size = Some(int(v).map_err(at(".max_flat_workgroup_size"))?);
+                self.max_flat_workgroup_size = with(".max_flat_workgroup_size", v, int)?;
             }
             ".reqd_workgroup_size" => {
-                reqd_workgroup_size = Some(ints::<3>(v).map_err(at(".reqd_workgroup_size"))?);
+                self.reqd_workgroup_size = with(".reqd_workgroup_size", v, ints::<3>)?;
             }
             ".workgroup_size_hint" => {
-                workgroup_size_hint = Some(ints::<3>(v).map_err(at(".workgroup_size_hint"))?);
+                self.workgroup_size_hint = with(".workgroup_size_hint", v, ints::<3>)?;
             }
             ".uses_dynamic_stack" => {
-                uses_dynamic_stack = Some(flag(v).map_err(at(".uses_dynamic_stack"))?);
+                self.uses_dynamic_stack = with(".uses_dynamic_stack", v, flag)?
             }
             ".workgroup_processor_mode" => {
-                workgroup_processor_mode = Some(flag(v).map_err(at(".workgroup_processor_mode"))?);
+                self.workgroup_processor_mode = with(".workgroup_processor_mode", v, flag)?;
             }
             ".uniform_work_group_size" => {
-                uniform_work_group_size = int(v).map_err(at(".uniform_work_group_size"))? != 0;
+                self.uniform_work_group_size =
+                    int(v).map_err(|p| (".uniform_work_group_size", p))? != 0;
             }
             ".kind" => {
-                kind = match text(v).map_err(at(".kind"))? {
-                    "normal" => KernelKind::Normal,
-                    "init" => KernelKind::Init,
-                    "fini" => KernelKind::Fini,
-                    _ => KernelKind::Unknown,
+                let kind = |v| {
+                    text(v).map(|t| match t {
+                        "normal" => KernelKind::Normal,
+                        "init" => KernelKind::Init,
+                        "fini" => KernelKind::Fini,
+                        _ => KernelKind::Unknown,
+                    })
                 };
+                self.kind = with(".kind", v, kind)?;
             }
-            ".args" => args = Some(v.as_array().ok_or(at(".args")(MetadataProblem::WrongType))?),
+            ".args" => {
+                self.args = with(".args", v, |v| v.as_array().ok_or(MetadataProblem::WrongType))?;
+            }
             _ => {}
         }
+        Ok(())
     }
-    let need = |key: &'static str| at(key)(MetadataProblem::MissingKey);
-    let kernarg_segment_size = kernarg_segment_size.ok_or(need(".kernarg_segment_size"))?;
-    Ok(KernelMetadata {
-        index,
-        name: name.ok_or(need(".name"))?,
-        symbol: symbol.ok_or(need(".symbol"))?,
-        language,
-        language_version,
-        kernarg_segment_size,
-        kernarg_segment_align: kernarg_segment_align.ok_or(need(".kernarg_segment_align"))?,
-        group_segment_fixed_size: group_segment_fixed_size
-            .ok_or(need(".group_segment_fixed_size"))?,
-        private_segment_fixed_size: private_segment_fixed_size
-            .ok_or(need(".private_segment_fixed_size"))?,
-        wavefront_size: wavefront_size.ok_or(need(".wavefront_size"))?,
-        sgpr_count: sgpr_count.ok_or(need(".sgpr_count"))?,
-        vgpr_count: vgpr_count.ok_or(need(".vgpr_count"))?,
-        agpr_count,
-        sgpr_spill_count,
-        vgpr_spill_count,
-        max_flat_workgroup_size: max_flat_workgroup_size.ok_or(need(".max_flat_workgroup_size"))?,
-        reqd_workgroup_size,
-        workgroup_size_hint,
-        uses_dynamic_stack,
-        workgroup_processor_mode,
-        uniform_work_group_size,
-        kind,
-        args: Args { seq: args, kernel: index, segment_size: kernarg_segment_size },
-    })
+
+    /// The kernel, once every required key was found.
+    fn finish(self, index: u32) -> Result<KernelMetadata<'a>, MetadataError> {
+        let need = |key| MetadataError {
+            kernel: Some(index),
+            arg: None,
+            key,
+            problem: MetadataProblem::MissingKey,
+        };
+        let kernarg_segment_size =
+            self.kernarg_segment_size.ok_or(need(".kernarg_segment_size"))?;
+        Ok(KernelMetadata {
+            index,
+            name: self.name.ok_or(need(".name"))?,
+            symbol: self.symbol.ok_or(need(".symbol"))?,
+            language: self.language,
+            language_version: self.language_version,
+            kernarg_segment_size,
+            kernarg_segment_align: self
+                .kernarg_segment_align
+                .ok_or(need(".kernarg_segment_align"))?,
+            group_segment_fixed_size: self
+                .group_segment_fixed_size
+                .ok_or(need(".group_segment_fixed_size"))?,
+            private_segment_fixed_size: self
+                .private_segment_fixed_size
+                .ok_or(need(".private_segment_fixed_size"))?,
+            wavefront_size: self.wavefront_size.ok_or(need(".wavefront_size"))?,
+            sgpr_count: self.sgpr_count.ok_or(need(".sgpr_count"))?,
+            vgpr_count: self.vgpr_count.ok_or(need(".vgpr_count"))?,
+            agpr_count: self.agpr_count,
+            sgpr_spill_count: self.sgpr_spill_count,
+            vgpr_spill_count: self.vgpr_spill_count,
+            max_flat_workgroup_size: self
+                .max_flat_workgroup_size
+                .ok_or(need(".max_flat_workgroup_size"))?,
+            reqd_workgroup_size: self.reqd_workgroup_size,
+            workgroup_size_hint: self.workgroup_size_hint,
+            uses_dynamic_stack: self.uses_dynamic_stack,
+            workgroup_processor_mode: self.workgroup_processor_mode,
+            uniform_work_group_size: self.uniform_work_group_size,
+            kind: self.kind.unwrap_or(KernelKind::Normal),
+            args: Args { seq: self.args, kernel: index, segment_size: kernarg_segment_size },
+        })
+    }
+}
+
+/// The keys of an argument map, as they are found.
+struct ArgFields<'a> {
+    arg: KernelArg<'a>,
+    offset: Option<u32>,
+    size: Option<u32>,
+    value_kind: Option<&'a str>,
+}
+
+impl<'a> ArgFields<'a> {
+    fn new(index: u32) -> Self {
+        let arg = KernelArg {
+            index,
+            offset: 0,
+            size: 0,
+            value_kind: ValueKind::Unknown,
+            value_kind_name: "",
+            name: None,
+            type_name: None,
+            address_space: None,
+            access: None,
+            actual_access: None,
+            pointee_align: None,
+            is_const: false,
+            is_restrict: false,
+            is_volatile: false,
+            is_pipe: false,
+        };
+        Self { arg, offset: None, size: None, value_kind: None }
+    }
+
+    /// Takes one key's value (unknown keys are ignored).
+    fn set(&mut self, key: &str, v: Value<'a>) -> Result<(), KeyError> {
+        let arg = &mut self.arg;
+        let name = |v| text(v).map_err(|p| (".name", p));
+        match key {
+            ".offset" => self.offset = Some(int(v).map_err(|p| (".offset", p))?),
+            ".size" => self.size = Some(int(v).map_err(|p| (".size", p))?),
+            ".value_kind" => self.value_kind = Some(text(v).map_err(|p| (".value_kind", p))?),
+            ".name" => arg.name = Some(name(v)?),
+            ".type_name" => arg.type_name = Some(text(v).map_err(|p| (".type_name", p))?),
+            ".address_space" => {
+                let space = text(v).map_err(|p| (".address_space", p))?;
+                arg.address_space = Some(AddressSpace::from_name(space));
+            }
+            ".access" => {
+                arg.access = Some(Access::from_name(text(v).map_err(|p| (".access", p))?));
+            }
+            ".actual_access" => {
+                let access = text(v).map_err(|p| (".actual_access", p))?;
+                arg.actual_access = Some(Access::from_name(access));
+            }
+            ".pointee_align" => {
+                let align = int(v).and_then(power_of_two);
+                arg.pointee_align = Some(align.map_err(|p| (".pointee_align", p))?);
+            }
+            ".is_const" => arg.is_const = flag(v).map_err(|p| (".is_const", p))?,
+            ".is_restrict" => arg.is_restrict = flag(v).map_err(|p| (".is_restrict", p))?,
+            ".is_volatile" => arg.is_volatile = flag(v).map_err(|p| (".is_volatile", p))?,
+            ".is_pipe" => arg.is_pipe = flag(v).map_err(|p| (".is_pipe", p))?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The argument, once the required keys were found (not yet checked against the
+    /// segment size).
+    fn finish(self) -> Result<KernelArg<'a>, KeyError> {
+        let mut arg = self.arg;
+        arg.offset = self.offset.ok_or((".offset", MetadataProblem::MissingKey))?;
+        arg.size = self.size.ok_or((".size", MetadataProblem::MissingKey))?;
+        let kind = self.value_kind.ok_or((".value_kind", MetadataProblem::MissingKey))?;
+        arg.value_kind = ValueKind::from_name(kind);
+        arg.value_kind_name = kind;
+        Ok(arg)
+    }
+}
+
+/// Decodes kernel map `index` (validated by [`Metadata::parse`]).
+fn kernel(map: Map<'_>, index: u32) -> Result<KernelMetadata<'_>, MetadataError> {
+    let err = |key, problem| MetadataError { kernel: Some(index), arg: None, key, problem };
+    let mut fields = KernelFields::default();
+    for pair in map.iter() {
+        let (k, v) = pair.map_err(|e| err("", MetadataProblem::Syntax(e)))?;
+        if let Some(key) = k.as_str() {
+            fields.set(key, v).map_err(|(key, p)| err(key, p))?;
+        }
+    }
+    fields.finish(index)
 }
 
 /// Decodes argument map `index` of kernel `kernel`, whose kernarg segment is `segment_size`
-/// bytes.
+/// bytes (validated by [`Metadata::parse`]).
 fn argument(
     map: Map<'_>,
     kernel: u32,
     index: u32,
     segment_size: u32,
 ) -> Result<KernelArg<'_>, MetadataError> {
-    let at = |key: &'static str| {
-        move |problem| MetadataError { kernel: Some(kernel), arg: Some(index), key, problem }
-    };
-    let (mut offset, mut size, mut value_kind) = (None, None, None);
-    let mut arg = KernelArg {
-        index,
-        offset: 0,
-        size: 0,
-        value_kind: ValueKind::Unknown,
-        value_kind_name: "",
-        name: None,
-        type_name: None,
-        address_space: None,
-        access: None,
-        actual_access: None,
-        pointee_align: None,
-        is_const: false,
-        is_restrict: false,
-        is_volatile: false,
-        is_pipe: false,
-    };
+    let err = |key, problem| MetadataError { kernel: Some(kernel), arg: Some(index), key, problem };
+    let mut fields = ArgFields::new(index);
     for pair in map.iter() {
-        let (k, v) = pair.map_err(|e| at("")(MetadataProblem::Syntax(e)))?;
-        let Some(key) = k.as_str() else { continue };
-        match key {
-            ".offset" => offset = Some(int(v).map_err(at(".offset"))?),
-            ".size" => size = Some(int(v).map_err(at(".size"))?),
-            ".value_kind" => value_kind = Some(text(v).map_err(at(".value_kind"))?),
-            ".name" => arg.name = Some(text(v).map_err(at(".name"))?),
-            ".type_name" => arg.type_name = Some(text(v).map_err(at(".type_name"))?),
-            ".address_space" => {
-                let name = text(v).map_err(at(".address_space"))?;
-                arg.address_space = Some(AddressSpace::from_name(name));
-            }
-            ".access" => arg.access = Some(Access::from_name(text(v).map_err(at(".access"))?)),
-            ".actual_access" => {
-                let name = text(v).map_err(at(".actual_access"))?;
-                arg.actual_access = Some(Access::from_name(name));
-            }
-            ".pointee_align" => {
-                let a = int(v).and_then(power_of_two);
-                arg.pointee_align = Some(a.map_err(at(".pointee_align"))?);
-            }
-            ".is_const" => arg.is_const = flag(v).map_err(at(".is_const"))?,
-            ".is_restrict" => arg.is_restrict = flag(v).map_err(at(".is_restrict"))?,
-            ".is_volatile" => arg.is_volatile = flag(v).map_err(at(".is_volatile"))?,
-            ".is_pipe" => arg.is_pipe = flag(v).map_err(at(".is_pipe"))?,
-            _ => {}
+        let (k, v) = pair.map_err(|e| err("", MetadataProblem::Syntax(e)))?;
+        if let Some(key) = k.as_str() {
+            fields.set(key, v).map_err(|(key, p)| err(key, p))?;
         }
     }
-    arg.offset = offset.ok_or(at(".offset")(MetadataProblem::MissingKey))?;
-    arg.size = size.ok_or(at(".size")(MetadataProblem::MissingKey))?;
-    let kind = value_kind.ok_or(at(".value_kind")(MetadataProblem::MissingKey))?;
-    arg.value_kind = ValueKind::from_name(kind);
-    arg.value_kind_name = kind;
-    // The argument must lie inside the kernarg segment.
-    let end = arg.offset.checked_add(arg.size);
-    if end.is_none_or(|e| e > segment_size) {
-        return Err(at(".offset")(MetadataProblem::OutOfRange));
+    let arg = fields.finish().map_err(|(key, p)| err(key, p))?;
+    // The argument lies inside the kernarg segment.
+    match arg.offset.checked_add(arg.size) {
+        Some(end) if end <= segment_size => Ok(arg),
+        _ => Err(err(".offset", MetadataProblem::OutOfRange)),
     }
-    Ok(arg)
 }
 
 #[cfg(test)]

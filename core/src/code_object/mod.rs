@@ -113,8 +113,7 @@ pub struct SegmentFlags {
 
 /// A `PT_LOAD` segment: `file_bytes` go to `base + vaddr`, followed by zeros up to
 /// `mem_size`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct LoadSegment<'a> {
     /// Index of the program header.
     pub index: u16,
@@ -126,6 +125,34 @@ pub struct LoadSegment<'a> {
     pub file_bytes: &'a [u8],
     /// Access flags.
     pub flags: SegmentFlags,
+}
+
+/// The segment's placement, not its bytes.
+impl core::fmt::Debug for LoadSegment<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LoadSegment")
+            .field("index", &self.index)
+            .field("vaddr", &self.vaddr)
+            .field("mem_size", &self.mem_size)
+            .field("file_bytes", &self.file_bytes.len())
+            .field("flags", &self.flags)
+            .finish()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for LoadSegment<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "LoadSegment {{ {=u16}: {=u64:#x} +{=u64:#x}, {=usize} file bytes, {} }}",
+            self.index,
+            self.vaddr,
+            self.mem_size,
+            self.file_bytes.len(),
+            self.flags
+        );
+    }
 }
 
 impl LoadSegment<'_> {
@@ -192,8 +219,7 @@ impl<'a> Kernel<'a> {
 }
 
 /// A parsed, validated code object borrowing its bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CodeObject<'a> {
     bytes: &'a [u8],
     version: CodeObjectVersion,
@@ -207,6 +233,35 @@ pub struct CodeObject<'a> {
     image_align: u64,
     relocations: &'a [u8],
     metadata: Metadata<'a>,
+}
+
+/// The object's properties, not its bytes.
+impl core::fmt::Debug for CodeObject<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CodeObject")
+            .field("bytes", &self.bytes.len())
+            .field("version", &self.version)
+            .field("target", &self.target)
+            .field("image_size", &self.image_size)
+            .field("image_align", &self.image_align)
+            .field("relocations", &self.relocations.len().checked_div(elf::RELA_SIZE))
+            .field("kernels", &self.metadata.kernel_count())
+            .finish()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for CodeObject<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "CodeObject {{ v{=u8}, {}, image {=u64} bytes, {=u32} kernels }}",
+            self.version.number(),
+            self.target,
+            self.image_size,
+            self.metadata.kernel_count()
+        );
+    }
 }
 
 /// Program header `i`, or a malformed-table error.
@@ -607,7 +662,8 @@ impl<'a> CodeObject<'a> {
         })
     }
 
-    /// Checks one relocation: a supported type, 8 bytes inside one segment's memory.
+    /// Checks one relocation: a supported type, 8 bytes inside one segment's memory, a value
+    /// inside the image.
     fn check_relocation(&self, (index, r): (u32, Rela)) -> Result<(), CodeObjectError> {
         match r.kind {
             R_AMDGPU_NONE => return Ok(()),
@@ -617,6 +673,10 @@ impl<'a> CodeObject<'a> {
         let bad = |problem| malformed(ElfPart::Relocation(index), problem);
         if r.symbol != 0 {
             return Err(bad(ElfProblem::UnexpectedSymbol));
+        }
+        // The value is an address in the image (up to one past its end).
+        if u64::try_from(r.addend).is_ok_and(|a| a > self.image_size) || r.addend < 0 {
+            return Err(bad(ElfProblem::TargetOutsideImage));
         }
         let end = r.offset.checked_add(8).ok_or(bad(ElfProblem::Overflow))?;
         let inside = self.segments().any(|s| {

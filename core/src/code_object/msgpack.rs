@@ -135,8 +135,7 @@ impl<'a> Value<'a> {
 }
 
 /// An array: `len` values starting at byte `first` of `data`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Seq<'a> {
     data: &'a [u8],
     first: usize,
@@ -164,6 +163,20 @@ impl<'a> Seq<'a> {
     #[must_use]
     pub const fn iter(&self) -> SeqIter<'a> {
         SeqIter { data: self.data, pos: self.first, left: self.len, depth: self.depth }
+    }
+}
+
+/// Where the array is and how long, not the whole document it borrows.
+impl fmt::Debug for Seq<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Seq {{ at: {}, len: {} }}", self.first, self.len)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Seq<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Seq {{ at: {=usize}, len: {=u32} }}", self.first, self.len);
     }
 }
 
@@ -196,8 +209,7 @@ impl<'a> Iterator for SeqIter<'a> {
 }
 
 /// A map: `len` key/value pairs starting at byte `first` of `data`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Map<'a> {
     data: &'a [u8],
     first: usize,
@@ -239,6 +251,20 @@ impl<'a> Map<'a> {
     }
 }
 
+/// Where the map is and how long, not the whole document it borrows.
+impl fmt::Debug for Map<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Map {{ at: {}, len: {} }}", self.first, self.len)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Map<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Map {{ at: {=usize}, len: {=u32} }}", self.first, self.len);
+    }
+}
+
 /// The pairs of a [`Map`].
 #[derive(Debug, Clone)]
 pub struct MapIter<'a> {
@@ -270,28 +296,82 @@ impl<'a> Iterator for MapIter<'a> {
     }
 }
 
-/// Reads the value that starts at byte 0 of `data` (the top level, depth 1), and checks that
-/// the whole value is well-formed (every nested element readable, nesting within
-/// [`MAX_DEPTH`]). Bytes after the value are ignored.
+/// Reads the value that starts at byte 0 of `data` (the top level), and checks that the
+/// whole value is well-formed: every nested element lies inside `data`, no reserved type
+/// byte, nesting within [`MAX_DEPTH`]. (A nested string that is not UTF-8 is reported when
+/// that element is read.) Bytes after the value are ignored.
 ///
 /// # Errors
 /// The value is malformed or truncated.
 pub fn read(data: &[u8]) -> Result<Value<'_>, MsgPackError> {
-    skip(data, 0, 0)?;
+    // Reading a container measures (and so checks) all of it.
     read_at(data, 0, 0).map(|(value, _)| value)
+}
+
+/// A forward reader over a document, one value header at a time: a single pass over a
+/// document whose structure the caller knows, where iterating [`Seq`]s and [`Map`]s would
+/// measure each nested container once per level.
+#[derive(Debug, Clone)]
+pub(super) struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `data`.
+    pub(super) const fn new(data: &'a [u8]) -> Self {
+        Self { data, pos: 0 }
+    }
+
+    /// Reads the value at the cursor, inside `depth` containers. A leaf is consumed whole;
+    /// for an array or a map the cursor moves to its first element, and the caller reads the
+    /// elements next (or skips them with [`skip_contents`](Self::skip_contents)).
+    pub(super) fn next(&mut self, depth: usize) -> Result<Value<'a>, MsgPackError> {
+        let (data, pos) = (self.data, self.pos);
+        let value = match shape(data, pos)? {
+            Shape::Leaf { end } => {
+                let v = leaf(data, pos, end)?;
+                self.pos = end;
+                return Ok(v);
+            }
+            Shape::Array { count, first } => {
+                self.pos = first;
+                Value::Array(Seq { data, first, len: count, depth: nested(depth, pos)? })
+            }
+            Shape::Map { count, first } => {
+                self.pos = first;
+                Value::Map(Map { data, first, len: count, depth: nested(depth, pos)? })
+            }
+        };
+        Ok(value)
+    }
+
+    /// Skips the elements of the array or map [`next`](Self::next) just returned (nothing
+    /// for a leaf).
+    pub(super) fn skip_contents(&mut self, entered: &Value<'a>) -> Result<(), MsgPackError> {
+        let (items, depth) = match entered {
+            Value::Array(s) => (u64::from(s.len), s.depth),
+            Value::Map(m) => (u64::from(m.len).saturating_mul(2), m.depth),
+            _ => return Ok(()),
+        };
+        // Each skipped value is at least one byte: the loop ends within the data.
+        for _ in 0..items {
+            self.pos = skip(self.data, self.pos, depth)?;
+        }
+        Ok(())
+    }
 }
 
 /// The value starting at `pos`, whose enclosing containers are `depth` deep, and the offset
 /// just past it (past all its elements for an array or map).
 fn read_at(data: &[u8], pos: usize, depth: usize) -> Result<(Value<'_>, usize), MsgPackError> {
-    let header = header(data, pos)?;
-    let value = match header.kind {
-        Kind::Scalar(v) => return Ok((v, header.end)),
-        Kind::Array(len) => {
-            Value::Array(Seq { data, first: header.end, len, depth: nested(depth, pos)? })
+    let value = match shape(data, pos)? {
+        Shape::Leaf { end } => return Ok((leaf(data, pos, end)?, end)),
+        Shape::Array { count, first } => {
+            Value::Array(Seq { data, first, len: count, depth: nested(depth, pos)? })
         }
-        Kind::Map(len) => {
-            Value::Map(Map { data, first: header.end, len, depth: nested(depth, pos)? })
+        Shape::Map { count, first } => {
+            Value::Map(Map { data, first, len: count, depth: nested(depth, pos)? })
         }
     };
     Ok((value, skip(data, pos, depth)?))
@@ -306,22 +386,31 @@ fn nested(depth: usize, pos: usize) -> Result<usize, MsgPackError> {
 }
 
 /// The offset just past the value at `pos` (including all nested elements), without
-/// recursion: a stack of the element counts still to skip, one per open container.
+/// recursion: a stack of the element counts still to skip, one per open container. Leaves
+/// are only measured ([`shape`]), not decoded: strings are checked for UTF-8 when read.
 fn skip(data: &[u8], pos: usize, depth: usize) -> Result<usize, MsgPackError> {
     let mut open = [0u64; MAX_DEPTH];
     let mut top = 0usize; // open containers
     let mut at = pos;
     loop {
-        let h = header(data, at)?;
-        at = h.end;
-        let items = match h.kind {
-            Kind::Scalar(_) => 0,
-            Kind::Array(n) => u64::from(n),
-            Kind::Map(n) => u64::from(n).saturating_mul(2),
+        let start = at;
+        let items = match shape(data, at)? {
+            Shape::Leaf { end } => {
+                at = end;
+                0
+            }
+            Shape::Array { count, first } => {
+                at = first;
+                u64::from(count)
+            }
+            Shape::Map { count, first } => {
+                at = first;
+                u64::from(count).saturating_mul(2)
+            }
         };
         if items > 0 {
-            nested(depth.saturating_add(top), h.start)?;
-            let too_deep = MsgPackError { offset: h.start, problem: MsgPackProblem::TooDeep };
+            nested(depth.saturating_add(top), start)?;
+            let too_deep = MsgPackError { offset: start, problem: MsgPackProblem::TooDeep };
             *open.get_mut(top).ok_or(too_deep)? = items;
             top = top.saturating_add(1);
             continue;
@@ -339,19 +428,68 @@ fn skip(data: &[u8], pos: usize, depth: usize) -> Result<usize, MsgPackError> {
     }
 }
 
-/// What a type byte introduces.
-enum Kind<'a> {
-    Scalar(Value<'a>),
-    Array(u32),
-    Map(u32),
+/// The extent of the value at `start`, without decoding it.
+enum Shape {
+    /// A scalar, string, binary or extension ending at `end` (inside the data).
+    Leaf { end: usize },
+    /// An array of `count` elements, the first at `first`.
+    Array { count: u32, first: usize },
+    /// A map of `count` pairs, the first key at `first`.
+    Map { count: u32, first: usize },
 }
 
-/// A decoded header: the value's start, what it is, and where its payload (for a
-/// container: its first element) or its end (for a scalar) is.
-struct Header<'a> {
-    start: usize,
-    kind: Kind<'a>,
-    end: usize,
+/// Measures the value at `start`: a leaf's end (checked to lie inside `data`), a
+/// container's element count.
+fn shape(data: &[u8], start: usize) -> Result<Shape, MsgPackError> {
+    let truncated = MsgPackError { offset: start, problem: MsgPackProblem::Truncated };
+    let tag = *data.get(start).ok_or(truncated)?;
+    let body = start.checked_add(1).ok_or(truncated)?;
+    let count = |len_bytes: usize| -> Result<(u32, usize), MsgPackError> {
+        let n = u32::try_from(be(data, body, len_bytes, start)?).map_err(|_| truncated)?;
+        Ok((n, body.checked_add(len_bytes).ok_or(truncated)?))
+    };
+    // A leaf: a big-endian length of `len_bytes`, then `fixed` + length payload bytes.
+    let (len_bytes, fixed) = match tag {
+        0x80..=0x8f => return Ok(Shape::Map { count: u32::from(tag & 0x0f), first: body }),
+        0x90..=0x9f => return Ok(Shape::Array { count: u32::from(tag & 0x0f), first: body }),
+        0xdc | 0xdd => {
+            let (count, first) = count(if tag == 0xdc { 2 } else { 4 })?;
+            return Ok(Shape::Array { count, first });
+        }
+        0xde | 0xdf => {
+            let (count, first) = count(if tag == 0xde { 2 } else { 4 })?;
+            return Ok(Shape::Map { count, first });
+        }
+        0xc1 => return Err(MsgPackError { offset: start, problem: MsgPackProblem::ReservedType }),
+        0x00..=0x7f | 0xc0 | 0xc2 | 0xc3 | 0xe0..=0xff => (0, 0),
+        0xa0..=0xbf => (0, usize::from(tag & 0x1f)),
+        0xc4 | 0xd9 => (1, 0),
+        0xc5 | 0xda => (2, 0),
+        0xc6 | 0xdb => (4, 0),
+        // ext 8/16/32: the length, then the type byte.
+        0xc7 => (1, 1),
+        0xc8 => (2, 1),
+        0xc9 => (4, 1),
+        0xcc | 0xd0 => (0, 1),
+        0xcd | 0xd1 => (0, 2),
+        0xca | 0xce | 0xd2 => (0, 4),
+        0xcb | 0xcf | 0xd3 => (0, 8),
+        // fixext 1/2/4/8/16: the type byte, then the data.
+        0xd4 => (0, 2),
+        0xd5 => (0, 3),
+        0xd6 => (0, 5),
+        0xd7 => (0, 9),
+        0xd8 => (0, 17),
+    };
+    let n = if len_bytes == 0 { 0 } else { be(data, body, len_bytes, start)? };
+    let n = usize::try_from(n).map_err(|_| truncated)?;
+    let end = body
+        .checked_add(len_bytes)
+        .and_then(|e| e.checked_add(fixed))
+        .and_then(|e| e.checked_add(n))
+        .filter(|&e| e <= data.len())
+        .ok_or(truncated)?;
+    Ok(Shape::Leaf { end })
 }
 
 /// `n` bytes at `pos`, or `Truncated` at `start`.
@@ -363,125 +501,63 @@ fn take(data: &[u8], pos: usize, n: usize, start: usize) -> Result<&[u8], MsgPac
 
 /// A big-endian unsigned integer of `n` (1, 2, 4 or 8) bytes at `pos`.
 fn be(data: &[u8], pos: usize, n: usize, start: usize) -> Result<u64, MsgPackError> {
-    let bytes = take(data, pos, n, start)?;
-    Ok(bytes.iter().fold(0u64, |acc, b| acc.wrapping_shl(8) | u64::from(*b)))
+    take(data, pos, n, start).map(be_of)
 }
 
-fn header<'a>(data: &'a [u8], start: usize) -> Result<Header<'a>, MsgPackError> {
+/// The big-endian value of up to 8 bytes.
+fn be_of(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0u64, |acc, b| acc.wrapping_shl(8) | u64::from(*b))
+}
+
+/// Decodes the leaf (scalar, string, binary, extension) encoded in `data[start..end]`, whose
+/// extent [`shape`] measured.
+fn leaf(data: &[u8], start: usize, end: usize) -> Result<Value<'_>, MsgPackError> {
     let truncated = MsgPackError { offset: start, problem: MsgPackProblem::Truncated };
-    let tag = *data.get(start).ok_or(truncated)?;
-    let body = start.checked_add(1).ok_or(truncated)?;
-    // A payload of `n` bytes after a `len_bytes`-byte big-endian length.
-    let sized = |len_bytes: usize| -> Result<(usize, usize), MsgPackError> {
-        let n = usize::try_from(be(data, body, len_bytes, start)?).map_err(|_| truncated)?;
-        let payload = body.checked_add(len_bytes).ok_or(truncated)?;
-        take(data, payload, n, start)?;
-        Ok((payload, n))
+    let bytes = data.get(start..end).ok_or(truncated)?;
+    let tag = *bytes.first().ok_or(truncated)?;
+    // The payload after `header` bytes of type and length.
+    let tail = |header: usize| bytes.get(header..).ok_or(truncated);
+    let text = |header: usize| {
+        core::str::from_utf8(tail(header)?)
+            .map(Value::Str)
+            .map_err(|_| MsgPackError { offset: start, problem: MsgPackProblem::InvalidUtf8 })
     };
-    let scalar = |value: Value<'a>, len: usize| -> Result<Header<'a>, MsgPackError> {
-        Ok(Header {
-            start,
-            kind: Kind::Scalar(value),
-            end: body.checked_add(len).ok_or(truncated)?,
-        })
+    // An extension: its type byte at `at`, its data after it.
+    let ext = |at: usize| -> Result<Value<'_>, MsgPackError> {
+        let kind = i8::from_be_bytes([*bytes.get(at).ok_or(truncated)?]);
+        Ok(Value::Ext(kind, tail(at.saturating_add(1))?))
     };
-    let count = |len_bytes: usize| -> Result<(u32, usize), MsgPackError> {
-        // Counts of 16 and 32 bits; both fit a u32.
-        let n = u32::try_from(be(data, body, len_bytes, start)?).map_err(|_| truncated)?;
-        Ok((n, body.checked_add(len_bytes).ok_or(truncated)?))
-    };
-    let string = |(payload, n): (usize, usize)| -> Result<Header<'a>, MsgPackError> {
-        let bytes = take(data, payload, n, start)?;
-        let s = core::str::from_utf8(bytes)
-            .map_err(|_| MsgPackError { offset: start, problem: MsgPackProblem::InvalidUtf8 })?;
-        let end = payload.checked_add(n).ok_or(truncated)?;
-        Ok(Header { start, kind: Kind::Scalar(Value::Str(s)), end })
-    };
-    let binary = |(payload, n): (usize, usize)| -> Result<Header<'a>, MsgPackError> {
-        let bytes = take(data, payload, n, start)?;
-        let end = payload.checked_add(n).ok_or(truncated)?;
-        Ok(Header { start, kind: Kind::Scalar(Value::Bin(bytes)), end })
-    };
-    // An extension: type byte then `n` data bytes, the length read from `len_bytes` bytes
-    // (`None`: a fixext of `fixed` bytes).
-    let ext = |len_bytes: Option<usize>, fixed: usize| -> Result<Header<'a>, MsgPackError> {
-        let (n, type_at) = match len_bytes {
-            None => (fixed, body),
-            Some(lb) => {
-                let n = usize::try_from(be(data, body, lb, start)?).map_err(|_| truncated)?;
-                (n, body.checked_add(lb).ok_or(truncated)?)
-            }
-        };
-        let kind = i8::from_be_bytes([*data.get(type_at).ok_or(truncated)?]);
-        let payload = type_at.checked_add(1).ok_or(truncated)?;
-        let bytes = take(data, payload, n, start)?;
-        let end = payload.checked_add(n).ok_or(truncated)?;
-        Ok(Header { start, kind: Kind::Scalar(Value::Ext(kind, bytes)), end })
-    };
-    let uint = |n: usize| -> Result<Header<'a>, MsgPackError> {
-        scalar(Value::UInt(be(data, body, n, start)?), n)
-    };
-    let int = |n: usize| -> Result<Header<'a>, MsgPackError> {
-        let raw = be(data, body, n, start)?;
-        // Sign-extend from `n` bytes.
-        let shift = 64u32.saturating_sub(u32::try_from(n).unwrap_or(8).saturating_mul(8));
-        let v = (raw.wrapping_shl(shift) as i64).wrapping_shr(shift);
-        scalar(if v < 0 { Value::NegInt(v) } else { Value::UInt(v.unsigned_abs()) }, n)
-    };
-    match tag {
-        0x00..=0x7f => scalar(Value::UInt(u64::from(tag)), 0),
-        0x80..=0x8f => Ok(Header { start, kind: Kind::Map(u32::from(tag & 0x0f)), end: body }),
-        0x90..=0x9f => Ok(Header { start, kind: Kind::Array(u32::from(tag & 0x0f)), end: body }),
-        0xa0..=0xbf => string((body, usize::from(tag & 0x1f))),
-        0xc0 => scalar(Value::Nil, 0),
-        0xc1 => Err(MsgPackError { offset: start, problem: MsgPackProblem::ReservedType }),
-        0xc2 => scalar(Value::Bool(false), 0),
-        0xc3 => scalar(Value::Bool(true), 0),
-        0xc4 => binary(sized(1)?),
-        0xc5 => binary(sized(2)?),
-        0xc6 => binary(sized(4)?),
-        0xc7 => ext(Some(1), 0),
-        0xc8 => ext(Some(2), 0),
-        0xc9 => ext(Some(4), 0),
-        0xca => {
-            let bits = u32::try_from(be(data, body, 4, start)?).map_err(|_| truncated)?;
-            scalar(Value::F32(f32::from_bits(bits)), 4)
+    Ok(match tag {
+        0x00..=0x7f => Value::UInt(u64::from(tag)),
+        0xa0..=0xbf => text(1)?,
+        0xc0 => Value::Nil,
+        0xc2 => Value::Bool(false),
+        0xc3 => Value::Bool(true),
+        0xc4 => Value::Bin(tail(2)?),
+        0xc5 => Value::Bin(tail(3)?),
+        0xc6 => Value::Bin(tail(5)?),
+        0xc7 => ext(2)?,
+        0xc8 => ext(3)?,
+        0xc9 => ext(5)?,
+        0xca => Value::F32(f32::from_bits(u32::try_from(be_of(tail(1)?)).map_err(|_| truncated)?)),
+        0xcb => Value::F64(f64::from_bits(be_of(tail(1)?))),
+        0xcc..=0xcf => Value::UInt(be_of(tail(1)?)),
+        0xd0..=0xd3 => {
+            let payload = tail(1)?;
+            // Sign-extend from the payload's width.
+            let width = u32::try_from(payload.len()).unwrap_or(8).saturating_mul(8);
+            let shift = 64u32.saturating_sub(width);
+            let v = (be_of(payload).wrapping_shl(shift) as i64).wrapping_shr(shift);
+            if v < 0 { Value::NegInt(v) } else { Value::UInt(v.unsigned_abs()) }
         }
-        0xcb => scalar(Value::F64(f64::from_bits(be(data, body, 8, start)?)), 8),
-        0xcc => uint(1),
-        0xcd => uint(2),
-        0xce => uint(4),
-        0xcf => uint(8),
-        0xd0 => int(1),
-        0xd1 => int(2),
-        0xd2 => int(4),
-        0xd3 => int(8),
-        0xd4 => ext(None, 1),
-        0xd5 => ext(None, 2),
-        0xd6 => ext(None, 4),
-        0xd7 => ext(None, 8),
-        0xd8 => ext(None, 16),
-        0xd9 => string(sized(1)?),
-        0xda => string(sized(2)?),
-        0xdb => string(sized(4)?),
-        0xdc => {
-            let (n, end) = count(2)?;
-            Ok(Header { start, kind: Kind::Array(n), end })
-        }
-        0xdd => {
-            let (n, end) = count(4)?;
-            Ok(Header { start, kind: Kind::Array(n), end })
-        }
-        0xde => {
-            let (n, end) = count(2)?;
-            Ok(Header { start, kind: Kind::Map(n), end })
-        }
-        0xdf => {
-            let (n, end) = count(4)?;
-            Ok(Header { start, kind: Kind::Map(n), end })
-        }
-        0xe0..=0xff => scalar(Value::NegInt(i64::from(i8::from_be_bytes([tag]))), 0),
-    }
+        0xd4..=0xd8 => ext(1)?,
+        0xd9 => text(2)?,
+        0xda => text(3)?,
+        0xdb => text(5)?,
+        0xe0..=0xff => Value::NegInt(i64::from(i8::from_be_bytes([tag]))),
+        // 0xc1, and containers (never leaves).
+        _ => return Err(MsgPackError { offset: start, problem: MsgPackProblem::ReservedType }),
+    })
 }
 
 #[cfg(test)]

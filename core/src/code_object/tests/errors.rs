@@ -148,6 +148,13 @@ fn relocations_other_than_relative64_are_refused() {
     assert_eq!(check(&b), malformed(ElfPart::Relocation(2), ElfProblem::OutOfBounds));
     wr64(&mut b, at + 48, u64::MAX - 3);
     assert_eq!(check(&b), malformed(ElfPart::Relocation(2), ElfProblem::Overflow));
+    // A value below the image or past its end.
+    for addend in [-8i64, size as i64 + 1] {
+        let mut b = copy("test/gfx900.co");
+        let at = rela(&b);
+        wr64(&mut b, at + 24 + 16, addend as u64);
+        assert_eq!(check(&b), malformed(ElfPart::Relocation(1), ElfProblem::TargetOutsideImage));
+    }
 }
 
 #[test]
