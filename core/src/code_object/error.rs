@@ -143,6 +143,8 @@ pub enum ElfProblem {
     NoSegments,
     /// A kernel's code entry lies outside the executable segments.
     EntryNotExecutable,
+    /// A kernel descriptor is not 64-byte aligned, or its code entry not 256-byte aligned.
+    Misaligned,
 }
 
 /// Where in the metadata a problem is, and what it is.
@@ -306,6 +308,7 @@ impl fmt::Display for ElfProblem {
             Self::TargetOutsideImage => "relocation points outside the image",
             Self::NoSegments => "no PT_LOAD segment",
             Self::EntryNotExecutable => "kernel code entry is not in an executable segment",
+            Self::Misaligned => "descriptor not 64-byte or code entry not 256-byte aligned",
         })
     }
 }

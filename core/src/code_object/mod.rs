@@ -69,6 +69,11 @@ const R_AMDGPU_NONE: u32 = 0;
 const R_AMDGPU_RELATIVE64: u32 = 13;
 /// `NT_AMDGPU_METADATA`.
 const NT_AMDGPU_METADATA: u32 = 32;
+/// The alignment of a kernel descriptor (an AQL packet's `kernel_object`).
+const DESCRIPTOR_ALIGN: u64 = 64;
+/// The alignment of a kernel's first instruction (`COMPUTE_PGM_LO` holds `address >> 8`),
+/// and so the least alignment of a load address.
+const ENTRY_ALIGN: u64 = 256;
 /// `PF_X`, `PF_W`, `PF_R`.
 const PF_X: u32 = 1;
 const PF_W: u32 = 2;
@@ -325,7 +330,7 @@ impl<'a> CodeObject<'a> {
             shoff: ehdr.shoff,
             shnum: ehdr.shnum,
             image_size: 0,
-            image_align: 1,
+            image_align: ENTRY_ALIGN,
             relocations: &[],
             metadata: Metadata::EMPTY,
         };
@@ -378,7 +383,8 @@ impl<'a> CodeObject<'a> {
         self.image_size
     }
 
-    /// The alignment the load address needs: the largest `PT_LOAD` alignment (at least 1).
+    /// The alignment the load address needs: the largest `PT_LOAD` alignment, at least 256
+    /// (kernel code addresses are programmed in 256-byte units).
     #[must_use]
     pub const fn image_align(&self) -> u64 {
         self.image_align
@@ -502,6 +508,10 @@ impl<'a> CodeObject<'a> {
         metadata: KernelMetadata<'a>,
     ) -> Result<Kernel<'a>, CodeObjectError> {
         let bad = |problem| malformed(ElfPart::Descriptor, problem);
+        // An AQL kernel object is 64-byte aligned.
+        if !offset.is_multiple_of(DESCRIPTOR_ALIGN) {
+            return Err(bad(ElfProblem::Misaligned));
+        }
         let bytes = self
             .image_bytes(offset, KERNEL_DESCRIPTOR_SIZE as u64)
             .ok_or(bad(ElfProblem::OutOfBounds))?;
@@ -518,6 +528,10 @@ impl<'a> CodeObject<'a> {
         });
         if !executable {
             return Err(bad(ElfProblem::EntryNotExecutable));
+        }
+        // COMPUTE_PGM_LO/HI take the code address in 256-byte units.
+        if !entry.is_multiple_of(ENTRY_ALIGN) {
+            return Err(bad(ElfProblem::Misaligned));
         }
         Ok(Kernel { descriptor_offset: offset, entry_offset: entry, descriptor, metadata })
     }

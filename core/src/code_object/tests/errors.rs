@@ -328,6 +328,24 @@ fn malformed_symbols_and_descriptors() {
         co.kernel("control_step").map(|_| ()),
         malformed(ElfPart::Descriptor, ElfProblem::EntryNotExecutable)
     );
+    // A descriptor at 0x5c8 (not 64-byte aligned); an entry 4 bytes into the code (not
+    // 256-byte aligned).
+    let mut b = copy(path);
+    let table = rd64(&b, dynsym(&b) + 24) as usize;
+    wr64(&mut b, table + 48 + 8, 0x5c8);
+    let co = parse(&b).unwrap();
+    assert_eq!(
+        co.kernel("control_step").map(|_| ()),
+        malformed(ElfPart::Descriptor, ElfProblem::Misaligned)
+    );
+    let mut b = copy(path);
+    let entry = rd64(&b, 0x5c0 + 16);
+    wr64(&mut b, 0x5c0 + 16, entry + 4);
+    let co = parse(&b).unwrap();
+    assert_eq!(
+        co.kernel("control_step").map(|_| ()),
+        malformed(ElfPart::Descriptor, ElfProblem::Misaligned)
+    );
     let mut b = copy(path);
     wr64(&mut b, 0x5c0 + 16, (-0x5c1i64) as u64);
     let co = parse(&b).unwrap();
