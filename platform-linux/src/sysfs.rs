@@ -277,13 +277,26 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
         while let Some(entry) = entries.next() {
             let entry = entry.map_err(from_rustix)?;
             if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
-                if let Some(slot) = out.get_mut(total) {
-                    *slot = n;
-                }
+                keep_smallest(out, total, n);
                 total += 1;
             }
         }
         Ok(total)
+    }
+}
+
+/// Stores `n`, the `seen`th number listed, so that `out` holds the smallest numbers listed so
+/// far: appended while there is room, else in place of the largest kept when smaller (a tree
+/// beyond the listing's capacity is read from its lowest numbers, whatever the directory's
+/// order).
+fn keep_smallest(out: &mut [u32], seen: usize, n: u32) {
+    if let Some(slot) = out.get_mut(seen) {
+        *slot = n;
+        return;
+    }
+    let largest = out.iter_mut().max_by_key(|v| **v);
+    if let Some(largest) = largest.filter(|v| **v > n) {
+        *largest = n;
     }
 }
 
@@ -351,6 +364,7 @@ mod tests {
         assert_eq!(got, [0, 1, 10]);
         let mut one = [0u32; 1];
         assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut one).unwrap(), 3);
+        assert_eq!(one, [0], "the smallest number is kept when the listing overflows");
         let missing = SysfsDir::Entries { node: 0, kind: EntryKind::Cache };
         assert_eq!(tree.list_dir(missing, &mut ids).unwrap(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -442,6 +456,17 @@ mod tests {
     fn a_root_beyond_the_path_capacity_is_named_too_long() {
         let long = [b'a'; crate::path::PATH_CAPACITY];
         assert_eq!(SysfsTree::at(&long).err(), Some(Errno::ENAMETOOLONG));
+    }
+
+    #[test]
+    fn an_overflowing_listing_keeps_the_smallest_numbers() {
+        let mut out = [0u32; 3];
+        for (seen, n) in [9, 4, 7, 1, 8, 2].into_iter().enumerate() {
+            keep_smallest(&mut out, seen, n);
+        }
+        out.sort_unstable();
+        assert_eq!(out, [1, 2, 4]);
+        keep_smallest(&mut [], 0, 5);
     }
 
     #[test]

@@ -110,9 +110,11 @@ pub trait Sysfs {
     /// FIFO, socket or device node), at once — never a blocking open or read.
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno>;
 
-    /// Lists the entries of `dir` whose names are decimal numbers, storing up to `out.len()` of
-    /// them (in no particular order) and returning how many such entries exist in total (which
-    /// may exceed `out.len()`). Non-numeric names are skipped. A missing directory yields 0.
+    /// Lists the entries of `dir` whose names are decimal numbers as sysfs spells them (no
+    /// sign, no leading zero: `01` is not entry 1), storing up to `out.len()` of them (in no
+    /// particular order; when there are more, the smallest ones) and returning how many such
+    /// entries exist in total (which may exceed `out.len()`). Other names are skipped. A
+    /// missing directory yields 0.
     ///
     /// # Errors
     /// The errno of a failing open or read of the directory, other than `ENOENT`.
