@@ -1,6 +1,8 @@
 //! `cargo xtask`: workspace automation for hsakmt-rs (`cargo xtask` is an alias for
 //! `cargo run --quiet --package xtask --`).
 
+mod c_header;
+mod c_program;
 mod ci;
 mod elf;
 mod fuzz;
