@@ -7,7 +7,7 @@ use core::ffi::{c_int, c_uint, c_void};
 use hsakmt_core::uapi::kfd_ioctl_dbg_trap_args;
 
 use crate::api::{self, HsakmtRsSimAccounting};
-use crate::layout::{Description, FunctionRow};
+use crate::layout::{Description, FunctionRow, layout};
 use crate::types::*;
 
 /// `name(types...);` rows: the compile-time proof and the table.
@@ -17,8 +17,22 @@ macro_rules! signatures {
             $( let _: unsafe extern "C" fn($($t),*) -> HSAKMT_STATUS = api::$name; )*
         };
 
-        /// Adds the signature rows.
+        /// Adds the signature rows and the types of `hsakmt_rs.h`.
         pub(crate) fn describe(d: &mut Description) {
+            layout!(d, HsakmtRsSimAccounting {
+                open,
+                buffers,
+                mappings,
+                vram_bytes,
+                system_bytes,
+                pinned_buffers,
+                dmabufs,
+                svm_ranges,
+                scratch_backings,
+                queues,
+                events,
+                event_waiters,
+            });
             $( d.functions.push(FunctionRow {
                 name: stringify!($name),
                 params: vec![$(core::any::type_name::<$t>()),*],

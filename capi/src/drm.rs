@@ -66,6 +66,22 @@ pub const AMDGPU_IDS_FLAGS_FUSION: u64 = 0x1;
 /// parts (and the rate of the simulator's counter).
 pub const GPU_COUNTER_KHZ: u32 = 100_000;
 
+/// The symbols ROCr's DTIF loader looks up in `libdtif.so` besides the `hsaKmt*` functions
+/// (exported by the `dtif` feature).
+pub const DTIF_SYMBOLS: [&str; 11] = [
+    "DtifCreate",
+    "DtifDestroy",
+    "amdgpu_device_initialize",
+    "amdgpu_device_deinitialize",
+    "amdgpu_query_gpu_info",
+    "amdgpu_bo_cpu_map",
+    "amdgpu_bo_free",
+    "amdgpu_bo_export",
+    "amdgpu_bo_import",
+    "amdgpu_bo_va_op",
+    "drmCommandWriteRead",
+];
+
 /// libdrm's answer for a bad argument (`-EINVAL`).
 pub const EINVAL: i32 = -22;
 /// libdrm's answer for a device it cannot find (`-ENODEV`).

@@ -170,18 +170,3 @@ pub unsafe extern "C" fn drmCommandWriteRead(
 ) -> c_int {
     ENOSYS
 }
-
-/// The symbols ROCr's DTIF loader looks up besides the `hsaKmt*` functions.
-pub const DTIF_SYMBOLS: [&str; 11] = [
-    "DtifCreate",
-    "DtifDestroy",
-    "amdgpu_device_initialize",
-    "amdgpu_device_deinitialize",
-    "amdgpu_query_gpu_info",
-    "amdgpu_bo_cpu_map",
-    "amdgpu_bo_free",
-    "amdgpu_bo_export",
-    "amdgpu_bo_import",
-    "amdgpu_bo_va_op",
-    "drmCommandWriteRead",
-];

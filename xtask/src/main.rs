@@ -3,6 +3,7 @@
 
 mod c_header;
 mod c_program;
+mod capi_check;
 mod ci;
 mod elf;
 mod fuzz;
@@ -29,7 +30,10 @@ commands:
   tsan [--seconds N]
                the thread stress test (N s, default 3) and the core unit tests under
                ThreadSanitizer (nightly with rust-src; installs the component when missing)
-  uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)";
+  uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)
+  capi-check [--keep]
+               prove hsakmt-capi's types, functions and version scripts equal to the pinned
+               capi/include/hsakmt headers (needs `cc`)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         "image-test" => image_test::image_test(rest),
         "tsan" => tsan::tsan(rest),
         "uapi-check" => uapi_check::run(rest),
+        "capi-check" => capi_check::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

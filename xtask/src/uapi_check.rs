@@ -53,15 +53,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
 
-    let headers = HEADERS
+    let texts = HEADERS
         .iter()
         .map(|file| {
             let path = header_dir.join(file);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            cheader::parse(file, &text)
+            std::fs::read_to_string(&path)
+                .map(|text| (*file, text))
+                .map_err(|e| format!("reading {}: {e}", path.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let headers = cheader::parse_all(&texts)?;
     if headers.iter().all(|h| h.structs.is_empty()) || headers.iter().any(|h| h.defines.is_empty())
     {
         return Err("the headers parsed to (almost) nothing; refusing a vacuous check".to_owned());
@@ -69,7 +70,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let mut report = Report::default();
     let probes = macro_probes(&headers, &mut report);
-    let source = cprog::generate(&headers, &probes);
+    let source = cprog::generate(&headers, &probes, "");
 
     let work_dir = std::env::temp_dir().join(format!("hsakmt-uapi-check-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work_dir);

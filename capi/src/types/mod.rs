@@ -90,7 +90,7 @@ macro_rules! bitfield {
         }
     ) => {
         $(#[$meta])*
-        #[repr(transparent)]
+        #[repr(C, packed(4))]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct $name {
             #[doc = concat!("The whole `", stringify!($int), "`.")]

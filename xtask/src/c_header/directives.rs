@@ -33,12 +33,16 @@ struct Cond {
     in_else: bool,
 }
 
-/// Runs the directives of `text`.
-pub(super) fn preprocess(text: &str) -> Result<Preprocessed, String> {
+/// Runs the directives of `text`; `defined` holds the macros defined before it (and gains its
+/// own).
+pub(super) fn preprocess(
+    text: &str,
+    defined: &mut HashSet<String>,
+) -> Result<Preprocessed, String> {
     let spliced = text.replace("\\\r\n", "").replace("\\\n", "");
     let stripped = strip_comments(&spliced)?;
     let mut out = Preprocessed::default();
-    let mut defined: HashSet<String> = PREDEFINED.iter().map(|s| (*s).to_owned()).collect();
+    defined.extend(PREDEFINED.iter().map(|s| (*s).to_owned()));
     let mut stack: Vec<Cond> = Vec::new();
     for line in stripped.lines() {
         let active = stack.last().is_none_or(|c| c.active);
@@ -60,7 +64,7 @@ pub(super) fn preprocess(text: &str) -> Result<Preprocessed, String> {
                 let value = match keyword {
                     "ifdef" => defined.contains(rest),
                     "ifndef" => !defined.contains(rest),
-                    _ => eval(rest, &defined)?,
+                    _ => eval(rest, defined)?,
                 };
                 let on = active && value;
                 stack.push(Cond { outer: active, taken: on, active: on, in_else: false });
@@ -70,7 +74,7 @@ pub(super) fn preprocess(text: &str) -> Result<Preprocessed, String> {
                 if c.in_else {
                     return Err("#elif after #else".to_owned());
                 }
-                let on = c.outer && !c.taken && eval(rest, &defined)?;
+                let on = c.outer && !c.taken && eval(rest, defined)?;
                 c.taken |= on;
                 c.active = on;
             }
@@ -315,7 +319,8 @@ mod tests {
 
     #[test]
     fn inactive_regions_are_dropped() {
-        let p = preprocess("#ifdef X\n#define A 1\nint a;\n#else\n#define A 2\n#endif\n").unwrap();
+        let text = "#ifdef X\n#define A 1\nint a;\n#else\n#define A 2\n#endif\n";
+        let p = preprocess(text, &mut HashSet::new()).unwrap();
         assert_eq!(p.defines.len(), 1);
         assert_eq!(p.defines[0].body, "2");
         assert!(!p.code.contains("int a"));

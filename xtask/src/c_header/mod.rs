@@ -257,11 +257,36 @@ fn flatten(members: &[Member], prefix: &str, out: &mut Vec<FieldPath>) {
     }
 }
 
-/// Parses a header's text.
+/// Parses a header's text on its own.
+#[cfg(test)]
 pub(crate) fn parse(file: &str, text: &str) -> Result<Header, String> {
-    let pre = directives::preprocess(text).map_err(|e| format!("{file}: {e}"))?;
+    parse_in(file, text, &mut Macros::default())
+}
+
+/// Parses headers `(file, text)` in include order: each sees the macros of those before it, as
+/// when the later ones include the earlier.
+pub(crate) fn parse_all(files: &[(&str, String)]) -> Result<Vec<Header>, String> {
+    let mut macros = Macros::default();
+    files.iter().map(|(file, text)| parse_in(file, text, &mut macros)).collect()
+}
+
+/// Macros defined so far: every name, the ones without a body, the function-like ones.
+#[derive(Debug, Default)]
+pub(crate) struct Macros {
+    defined: std::collections::HashSet<String>,
+    empty: std::collections::HashSet<String>,
+    functions: std::collections::HashSet<String>,
+}
+
+fn parse_in(file: &str, text: &str, macros: &mut Macros) -> Result<Header, String> {
+    let pre =
+        directives::preprocess(text, &mut macros.defined).map_err(|e| format!("{file}: {e}"))?;
+    macros.empty.extend(pre.empty_macros);
+    macros
+        .functions
+        .extend(pre.defines.iter().filter(|d| d.params.is_some()).map(|d| d.name.clone()));
     let mut header = Header { file: file.to_owned(), defines: pre.defines, ..Header::default() };
-    parser::declarations(&pre.code, &pre.empty_macros, &mut header)
+    parser::declarations(&pre.code, &macros.empty, &macros.functions, &mut header)
         .map_err(|e| format!("{file}: {e}"))?;
     Ok(header)
 }

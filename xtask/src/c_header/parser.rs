@@ -31,20 +31,20 @@ impl fmt::Display for Token {
     }
 }
 
-/// Parses the declarations of `code` into `header`; identifiers in `empty_macros` are skipped.
+/// Parses the declarations of `code` into `header`; identifiers in `empty_macros` are skipped,
+/// and an invocation of one of `function_macros` at top level declares an object.
 pub(super) fn declarations(
     code: &str,
     empty_macros: &HashSet<String>,
+    function_macros: &HashSet<String>,
     header: &mut Header,
 ) -> Result<(), String> {
     let tokens: Vec<Token> = tokenize(code)?
         .into_iter()
         .filter(|t| !matches!(t, Token::Ident(s) if empty_macros.contains(s)))
         .collect();
-    let function_macros: HashSet<String> =
-        header.defines.iter().filter(|d| d.params.is_some()).map(|d| d.name.clone()).collect();
     let mut parser = Parser { tokens: &tokens, pos: 0 };
-    parser.top_level(header, &function_macros)
+    parser.top_level(header, function_macros)
 }
 
 fn tokenize(code: &str) -> Result<Vec<Token>, String> {
