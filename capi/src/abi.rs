@@ -136,5 +136,6 @@ signatures! {
     hsaKmtWaitOnEvent_Ext(*mut HsaEvent, HSAuint32, *mut u64);
     hsaKmtWaitOnMultipleEvents(*mut *mut HsaEvent, HSAuint32, bool, HSAuint32);
     hsaKmtWaitOnMultipleEvents_Ext(*mut *mut HsaEvent, HSAuint32, bool, HSAuint32, *mut u64);
+    hsakmt_rs_close_dmabuf(c_int);
     hsakmt_rs_sim_accounting(*mut HsakmtRsSimAccounting);
 }

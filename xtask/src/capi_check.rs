@@ -324,7 +324,7 @@ fn check_macros(headers: &[Header], c: &COutput, rust: &Description, report: &mu
 
 /// The exported names of each node of a version script (`NODE { global: a; b; local: *; }
 /// PARENT;`).
-fn version_nodes(text: &str) -> BTreeMap<String, BTreeSet<String>> {
+pub(crate) fn version_nodes(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     let uncommented = text
         .split("/*")
         .enumerate()

@@ -3,7 +3,9 @@
 
 mod c_header;
 mod c_program;
+mod capi_build;
 mod capi_check;
+mod capi_test;
 mod ci;
 mod elf;
 mod fuzz;
@@ -31,9 +33,14 @@ commands:
                the thread stress test (N s, default 3) and the core unit tests under
                ThreadSanitizer (nightly with rust-src; installs the component when missing)
   uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)
+  capi [--out DIR]
+               build libhsakmt.so.1, libhsakmt.a, libdtif.so, headers, pkg-config and CMake
+               files into DIR (default target/capi)
   capi-check [--keep]
                prove hsakmt-capi's types, functions and version scripts equal to the pinned
-               capi/include/hsakmt headers (needs `cc`)";
+               capi/include/hsakmt headers (needs `cc`)
+  capi-test    build the C library and run its C test program (linked against the .so and the
+               .a) over every simulator profile, plus the DTIF dlopen test (needs `cc`)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -51,7 +58,9 @@ fn main() -> ExitCode {
         "image-test" => image_test::image_test(rest),
         "tsan" => tsan::tsan(rest),
         "uapi-check" => uapi_check::run(rest),
+        "capi" => capi_build::run(rest),
         "capi-check" => capi_check::run(rest),
+        "capi-test" => capi_test::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

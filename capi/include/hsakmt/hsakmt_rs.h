@@ -6,6 +6,9 @@
  *   write pointer (for an AQL queue the index of the last packet written). On the simulator
  *   (HSAKMT_DRIVER=sim) this is how the command processor learns of new work; on hardware it is
  *   the doorbell store.
+ * - hsakmt_rs_close_dmabuf: closes a descriptor from hsaKmtExportDMABufHandle: close(2) on a
+ *   real device; over the simulator, whose dma-bufs are descriptors of its own, it releases the
+ *   simulated dma-buf (close(2) would not). Portable callers use it instead of close(2).
  * - hsakmt_rs_sim_accounting: what the simulated kernel holds for the process (buffers, queues,
  *   events, ...), to check that nothing leaked. HSAKMT_STATUS_NOT_SUPPORTED on a real device.
  */
@@ -36,6 +39,8 @@ typedef struct _HsakmtRsSimAccounting
 } HsakmtRsSimAccounting;
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtQueueRingDoorbell(HSA_QUEUEID QueueId);
+
+HSAKMT_STATUS HSAKMTAPI hsakmt_rs_close_dmabuf(int DMABufFd);
 
 HSAKMT_STATUS HSAKMTAPI hsakmt_rs_sim_accounting(HsakmtRsSimAccounting *Accounting);
 

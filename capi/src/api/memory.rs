@@ -567,6 +567,18 @@ pub unsafe extern "C" fn hsaKmtExportDMABufHandle(
     }
 }
 
+/// `hsakmt_rs_close_dmabuf` (`hsakmt_rs.h`, not upstream): closes a descriptor
+/// `hsaKmtExportDMABufHandle` returned — `close(2)` on a real device; over the simulator, whose
+/// dma-bufs are descriptors of its own (not the process's), it releases the simulated dma-buf.
+/// `HSAKMT_STATUS_INVALID_PARAMETER` for a negative descriptor.
+#[unsafe(no_mangle)]
+pub extern "C" fn hsakmt_rs_close_dmabuf(DMABufFd: core::ffi::c_int) -> HSAKMT_STATUS {
+    let dev = tri!(opened());
+    let Ok(fd) = u32::try_from(DMABufFd) else { return HSAKMT_STATUS_INVALID_PARAMETER };
+    with_kfd!(dev, k => k.close_dmabuf(fd));
+    HSAKMT_STATUS_SUCCESS
+}
+
 /// `hsaKmtShareMemory`: IPC export. Upstream issues `AMDKFD_IOC_IPC_EXPORT_HANDLE`, an ioctl of
 /// AMD's out-of-tree driver that mainline amdkfd (and so this library) does not have: the kernel
 /// would refuse it, which upstream reports as `HSAKMT_STATUS_ERROR`.
