@@ -87,7 +87,22 @@ pub(crate) fn device_or_build() -> Result<&'static Device, String> {
     device().ok_or_else(|| "the device vanished".to_owned())
 }
 
-/// What the environment asks for.
+/// A choice made in-process ([`choose_simulator`]), taking precedence over the environment.
+static CHOSEN: Mutex<Option<String>> = Mutex::new(None);
+
+/// Chooses the simulator over embedded profile `profile` for the device (see
+/// [`crate::inproc::use_simulator`]).
+pub(crate) fn choose_simulator(profile: &str) -> Result<(), String> {
+    let _guard = BUILD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if device().is_some() {
+        return Err("the library's device was built already (opened before)".to_owned());
+    }
+    Profile::embedded(profile).map_err(|e| format!("profile {profile}: {e}"))?;
+    *CHOSEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(profile.to_owned());
+    Ok(())
+}
+
+/// What the environment (or [`choose_simulator`]) asks for.
 enum Spec {
     Linux,
     Sim(Profile),
@@ -95,6 +110,10 @@ enum Spec {
 
 impl Spec {
     fn from_env() -> Result<Self, String> {
+        if let Some(name) = CHOSEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            return Ok(Self::Sim(Profile::embedded(&name).map_err(|e| e.to_string())?));
+        }
         let driver = std::env::var("HSAKMT_DRIVER").unwrap_or_default();
         match driver.as_str() {
             "" | "kfd" => Ok(Self::Linux),

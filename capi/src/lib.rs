@@ -7,6 +7,7 @@
 //! - [`types`]: every type of `hsakmttypes.h`, byte for byte.
 //! - [`api`]: the 92 functions of `hsakmt.h` (plus `hsaKmtQueueRingDoorbell`), each mapped
 //!   onto [`hsakmt_core::device::Kfd`].
+//! - [`inproc`]: the exported functions called from Rust in-process (`hsakmt bench capi`).
 //! - [`layout`] and [`abi`]: the machine-readable description `cargo xtask capi-check`
 //!   compares with the C compiler's view of the headers.
 //!
@@ -32,5 +33,6 @@ mod device;
 pub mod drm;
 #[cfg(feature = "dtif")]
 pub mod dtif;
+pub mod inproc;
 pub mod layout;
 pub mod types;

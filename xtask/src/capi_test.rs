@@ -8,7 +8,10 @@
 //!    must pass all its checks, and the topology it prints must equal, field by field, what
 //!    `hsakmt info --sim PROFILE --json` reports ([`topology`]).
 //! 4. Checks that a bad `HSAKMT_DRIVER` or profile makes the open fail as upstream's does.
-//! 5. Runs `capi/tests/c/dtif_dlopen.c`, ROCr's DTIF loader in miniature, against `libdtif.so`.
+//! 5. Builds the README's example as a consumer would: with `pkg-config --cflags --libs
+//!    libhsakmt`, and with CMake's `find_package(hsakmt)` (`hsakmt::hsakmt` and
+//!    `hsakmt::hsakmt_static`; skipped when `cmake` is missing), and runs each.
+//! 6. Runs `capi/tests/c/dtif_dlopen.c`, ROCr's DTIF loader in miniature, against `libdtif.so`.
 
 mod topology;
 
@@ -62,6 +65,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     open_fails(&shared, &[("HSAKMT_DRIVER", "gpu")])?;
     open_fails(&shared, &[("HSAKMT_DRIVER", "sim"), ("HSAKMT_SIM_PROFILE", "no-such-profile")])?;
 
+    consumers(&installed, &work)?;
+
     let mut dtif_cmd = Command::new(&dtif);
     dtif_cmd
         .env("HSAKMT_DRIVER", "sim")
@@ -72,6 +77,49 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     println!(
         "capi-test: {runs} runs passed, {fields} topology fields equal to `hsakmt info --json`"
     );
+    Ok(())
+}
+
+/// The README's example, built through the pkg-config and CMake files, runs over the simulator.
+fn consumers(installed: &Installed, work: &Path) -> Result<(), String> {
+    let tests = workspace_root().join("capi").join("tests");
+    let pc_path = installed.lib().join("pkgconfig");
+    let mut pc = Command::new("pkg-config");
+    pc.args(["--cflags", "--libs", "libhsakmt"]).env("PKG_CONFIG_PATH", &pc_path);
+    let flags = output(&mut pc)?;
+    let exe = work.join("example_pkgconfig");
+    let mut cmd = cc();
+    cmd.arg(tests.join("c").join("example.c"))
+        .args(flags.split_whitespace())
+        .arg(format!("-Wl,-rpath,{}", installed.lib().display()))
+        .arg("-o")
+        .arg(&exe);
+    output(&mut cmd)?;
+    let mut built = vec![("pkg-config", exe)];
+    if Command::new("cmake").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        let dir = work.join("cmake");
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut configure = Command::new("cmake");
+        configure
+            .arg("-S")
+            .arg(tests.join("cmake"))
+            .arg("-B")
+            .arg(&dir)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", installed.root.display()));
+        output(&mut configure)?;
+        output(Command::new("cmake").arg("--build").arg(&dir))?;
+        built.push(("CMake hsakmt::hsakmt", dir.join("example_shared")));
+        built.push(("CMake hsakmt::hsakmt_static", dir.join("example_static")));
+    } else {
+        println!("capi-test: cmake not found, the CMake package is not tried");
+    }
+    for (how, exe) in built {
+        let out = output(Command::new(&exe).env("HSAKMT_DRIVER", "sim"))?;
+        if !out.starts_with("KFD 1.") {
+            return Err(format!("the example built with {how} printed {out:?}"));
+        }
+        println!("capi-test: example built with {how}: {}", out.trim());
+    }
     Ok(())
 }
 

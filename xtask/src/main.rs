@@ -20,7 +20,8 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command> [args]
 
 commands:
-  ci           the whole test suite: fmt, clippy -D warnings, tests, uapi-check, docs
+  ci           the whole test suite: fmt, clippy -D warnings, tests, uapi-check, capi-check,
+               capi-test, docs
   bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;

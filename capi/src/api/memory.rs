@@ -41,15 +41,6 @@ fn node_exists<P: Platform, S: MemoryStorage<P::Mapping>>(k: &Kfd<P, S>, node: u
     k.with_topology(|t| t.node_by_user_id(node).is_some()).unwrap_or(false)
 }
 
-/// Whether user node `node` has a GPU.
-pub(super) fn node_is_gpu<P: Platform, S: MemoryStorage<P::Mapping>>(
-    k: &Kfd<P, S>,
-    node: u32,
-) -> bool {
-    k.with_topology(|t| t.node_by_user_id(node).is_some_and(|n| n.node().has_gpu()))
-        .unwrap_or(false)
-}
-
 /// `hsaKmtAllocMemory`: as [`hsaKmtAllocMemoryAlign`] with the default alignment.
 ///
 /// # Safety
@@ -100,9 +91,12 @@ fn alloc<P: Platform, S: MemoryStorage<P::Mapping>>(
     {
         return device_status(WHAT, &e);
     }
-    if !node_exists(k, node) {
+    // One topology look-up: whether the node exists, and whether it has a GPU.
+    let Some(gpu_node) =
+        k.with_topology(|t| t.node_by_user_id(node).map(|n| n.node().has_gpu())).ok().flatten()
+    else {
         return HSAKMT_STATUS_INVALID_NODE_UNIT;
-    }
+    };
     let page = flags.page_size().bytes();
     if align != 0 && (align < page || !align.is_power_of_two()) {
         return HSAKMT_STATUS_INVALID_PARAMETER;
@@ -133,7 +127,7 @@ fn alloc<P: Platform, S: MemoryStorage<P::Mapping>>(
             return HSAKMT_STATUS_NOT_IMPLEMENTED;
         }
         HSAKMT_STATUS_NO_MEMORY
-    } else if !node_is_gpu(k, node)
+    } else if !gpu_node
         || !flags.contains(MemFlags::NON_PAGED)
         || flags.intersects(MemFlags::GTT_ACCESS | MemFlags::ONLY_ADDRESS)
     {

@@ -29,6 +29,12 @@ pub struct HsaSyncVar {
     pub SyncVarSize: HSAuint64,
 }
 
+impl Default for HsaSyncVar {
+    fn default() -> Self {
+        Self { SyncVar: HsaSyncVarData { UserDataPtrValue: 0 }, SyncVarSize: 0 }
+    }
+}
+
 /// `HsaNodeChange`.
 #[repr(C, packed(4))]
 #[derive(Debug, Clone, Copy, Default)]
@@ -125,7 +131,7 @@ pub struct HsaEventData {
 
 /// `HsaEventDescriptor` (`hsaKmtCreateEvent`).
 #[repr(C, packed(4))]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct HsaEventDescriptor {
     /// The type.
     pub EventType: HSA_EVENTTYPE,

@@ -55,6 +55,24 @@ pub struct HsaQueueInfo {
     pub Reserved2: HSAuint64,
 }
 
+impl Default for HsaQueueInfo {
+    fn default() -> Self {
+        let null = core::ptr::null_mut();
+        Self {
+            QueueDetailError: 0,
+            QueueTypeExtended: 0,
+            NumCUAssigned: 0,
+            CUMaskInfo: null,
+            UserContextSaveArea: null,
+            SaveAreaSizeInBytes: 0,
+            ControlStackTop: null,
+            ControlStackUsedInBytes: 0,
+            SaveAreaHeader: core::ptr::null_mut(),
+            Reserved2: 0,
+        }
+    }
+}
+
 /// A queue pointer as `HsaQueueResource` holds it (C: an anonymous union of a 32-bit pointer,
 /// a 64-bit pointer and the address as an integer).
 #[repr(C, packed(4))]
@@ -104,6 +122,19 @@ pub struct HsaQueueResource {
     pub ReadPtr: HsaQueuePointer,
     /// Where the kernel stores the queue's error mask.
     pub ErrorReason: *mut HSAint64,
+}
+
+impl Default for HsaQueueResource {
+    fn default() -> Self {
+        let zero = HsaQueuePointer::from_address(0);
+        Self {
+            QueueId: 0,
+            DoorBell: zero,
+            WritePtr: zero,
+            ReadPtr: zero,
+            ErrorReason: core::ptr::null_mut(),
+        }
+    }
 }
 
 /// `HsaQueueReport` (`hsaKmtReportQueue`, never implemented upstream).

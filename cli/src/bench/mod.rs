@@ -1,6 +1,7 @@
 //! `hsakmt bench`: benchmarks of the real code paths, each reported next to a reference
 //! measured in the same run.
 
+mod capi;
 mod event;
 mod memory;
 mod queue;
@@ -25,6 +26,9 @@ pub(crate) enum Group {
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
+    /// The C ABI (hsakmt-capi's exported functions, called in-process) against the Rust
+    /// facade on the same calls.
+    Capi,
 }
 
 /// Arguments of `hsakmt bench`.
@@ -96,7 +100,7 @@ impl Row {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     let groups = if args.groups.is_empty() {
-        vec![Group::Topology, Group::Memory, Group::Event, Group::Queue]
+        vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Capi]
     } else {
         args.groups.clone()
     };
@@ -107,6 +111,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
             Group::Memory => rows.extend(memory::run(args.scale)?),
             Group::Queue => rows.extend(queue::run(args.scale)?),
             Group::Event => rows.extend(event::run(args.scale)?),
+            Group::Capi => rows.extend(capi::run(args.scale)?),
         }
     }
     if args.json {
