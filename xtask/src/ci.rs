@@ -84,6 +84,20 @@ pub(crate) fn ci() -> Result<(), String> {
         "clippy (C library with the DTIF entry points)",
         cargo().args(["clippy", "-p", "hsakmt-capi", "--features", "dtif", "--", "-D", "warnings"]),
     )?;
+    step(
+        "clippy (hsakmt with the C ABI benchmark)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-cli",
+            "--all-targets",
+            "--features",
+            "capi-bench",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
     let mut loom = cargo();

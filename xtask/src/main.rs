@@ -52,7 +52,8 @@ fn main() -> ExitCode {
     let result = match command {
         "ci" => ci::ci(),
         "bench" => run(cargo()
-            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--", "bench"])
+            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--features", "capi-bench"])
+            .args(["--", "bench"])
             .args(rest)),
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
