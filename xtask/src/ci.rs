@@ -5,7 +5,8 @@ use std::process::Command;
 use crate::{cargo, run};
 
 /// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the C library's
-/// header check and C test, the no-libc image test and the doc build.
+/// header check and C test, the kernel code-object check, the no-libc image test and the doc
+/// build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     step(
@@ -114,6 +115,8 @@ pub(crate) fn ci() -> Result<(), String> {
     crate::capi_check::run(&[])?;
     println!("==> capi-test (the C library under a C program, .so and .a, every profile)");
     crate::capi_test::run(&[])?;
+    println!("==> kernels --check (rebuild the committed code objects with clang-19, compare)");
+    crate::kernels::check()?;
     println!("==> image-test (no-libc static image against every simulator profile)");
     crate::image_test::image_test(&[])?;
     println!("==> size (static image and hsakmt against their goals, snapshot budget)");
