@@ -22,6 +22,7 @@
 mod fault;
 mod gpu;
 mod host;
+pub mod isa;
 mod kfd;
 mod mapping;
 mod profile;
