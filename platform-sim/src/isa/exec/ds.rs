@@ -309,7 +309,8 @@ pub(super) fn ds<M: WaveMemory>(
             }
         }
         Lds::Swizzle => {
-            let data = reg(w, d0)?;
+            // The data comes from the address operand.
+            let data = addr;
             let pat = offset16 as u32;
             for l in lanes() {
                 let src = if pat & 0x8000 != 0 {

@@ -175,7 +175,7 @@ fn quadmask(v: u64) -> u64 {
 
 fn flbit_signed(v: i64, bits: u32) -> u32 {
     let x = if v < 0 { !v } else { v };
-    if x == 0 { u32::MAX } else { x.leading_zeros() - (64 - bits) - 1 }
+    if x == 0 { u32::MAX } else { x.leading_zeros() - (64 - bits) }
 }
 
 /// SOP1.

@@ -126,7 +126,7 @@ fn perm(a: u32, b: u32, sel: u32) -> u32 {
 
 fn ffbh_i32(v: u32) -> u32 {
     let x = if (v as i32) < 0 { !v } else { v };
-    if x == 0 { u32::MAX } else { x.leading_zeros() - 1 }
+    if x == 0 { u32::MAX } else { x.leading_zeros() }
 }
 
 /// Integer vector operations; `None` when `i` is not one.
