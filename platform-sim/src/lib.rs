@@ -39,7 +39,8 @@ use hsakmt_core::topology::{READ_BUFFER, Topology};
 pub use fault::{IoctlFault, Trigger};
 pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault, KernelRegistry};
 pub use gpu::pm4::{
-    PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
+    PM4_ACQUIRE_MEM, PM4_DISPATCH_DIRECT, PM4_EVENT_WRITE, PM4_INDIRECT_BUFFER, PM4_NOP,
+    PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
 pub use gpu::{CpMode, QueueFault, QueueState};

@@ -36,3 +36,8 @@ pub const MAX_KERNARG_PRELOAD: u32 = 16;
 /// Interrupts (`s_sendmsg MSG_INTERRUPT`) a dispatch may queue between command-processor
 /// steps; more are dropped (the interrupt ring overflows).
 pub const MAX_PENDING_INTERRUPTS: usize = 256;
+/// Wave instructions a queue's dispatch runs per command-processor step.
+pub const STEP_INSTRUCTIONS: u64 = 1 << 18;
+/// Wave instructions per step while the dispatch makes no observable progress (waves polling
+/// memory the host has not written yet), so that spinning costs less.
+pub const STALLED_STEP_INSTRUCTIONS: u64 = 1 << 14;

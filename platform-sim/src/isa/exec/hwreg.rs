@@ -62,7 +62,7 @@ fn read<M: WaveMemory>(w: &Wave, id: u32, cx: &Cx<'_, M>) -> u32 {
             ((w.apertures.shared >> 48) as u32) << 16 | (w.apertures.private >> 48) as u32 & 0xFFFF
         }
         // The trap handler's addresses are visible to privileged code only.
-        16..=HW_REG_TMA_HI if w.hw.privileged => {
+        HW_REG_TBA_LO..=HW_REG_TMA_HI if w.hw.privileged => {
             let v = if id < 18 { tba } else { tma };
             if id % 2 == 0 { v as u32 } else { (v >> 32) as u32 }
         }

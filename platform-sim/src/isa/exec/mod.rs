@@ -20,8 +20,6 @@ use super::limits::{GWS_RESOURCES, MAX_PENDING_INTERRUPTS};
 use super::memory::WaveMemory;
 use super::wave::Wave;
 
-pub(crate) use vfloat::{f16_to_f32, f32_to_f16};
-
 /// Device state the waves of a queue share across dispatches: the trap handler, the queue's
 /// doorbell, GWS resources, and the interrupts waves raised for the command processor.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 
 use super::super::Op;
 use super::super::fault::WaveFault;
-use super::super::inst::{Enc, Inst, VCC_LO, VGPR, flag};
+use super::super::inst::{Enc, Inst, VCC_LO, flag};
 use super::super::limits::LANES;
 use super::super::wave::{Kind64, Wave};
 
@@ -295,10 +295,4 @@ fn lshl_add64(w: &mut Wave, i: &Inst) -> R {
         d[l] = (a[l] << (s[l] & 63)).wrapping_add(c[l]);
     }
     out64(w, i, &d)
-}
-
-/// Whether source operand code `c` is a VGPR.
-#[must_use]
-pub(super) fn is_vgpr(c: u16) -> bool {
-    c >= VGPR
 }
