@@ -2,6 +2,7 @@
 //! out by hand), decoding, scheduling and the command-processor glue.
 
 mod ds;
+mod e2e;
 mod harness;
 mod salu;
 mod smem;
