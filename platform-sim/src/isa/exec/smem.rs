@@ -16,10 +16,11 @@ use super::super::memory::WaveMemory;
 use super::super::wave::{Kind64, Wave};
 use super::Cx;
 
-/// Nanoseconds since the first use (the model's `s_memtime` counter).
+/// The model's `s_memtime` counter: nanoseconds since the first use, plus one (a running
+/// clock never reads zero).
 fn now_ns() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
 fn dwords(op: Op) -> Option<(usize, bool, bool)> {
@@ -53,7 +54,7 @@ pub(super) fn smem<M: WaveMemory>(
             Op::SDcacheInv | Op::SDcacheWb | Op::SDcacheInvVol | Op::SDcacheWbVol => {}
             Op::SMemtime => w.set_s64(i.dst, now_ns()),
             // The real-time clock runs at 100 MHz.
-            Op::SMemrealtime => w.set_s64(i.dst, now_ns() / 10),
+            Op::SMemrealtime => w.set_s64(i.dst, now_ns() / 10 + 1),
             _ => return Err(WaveFault::unsupported(i)),
         }
         return Ok(());

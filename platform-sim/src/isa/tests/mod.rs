@@ -1,12 +1,13 @@
 //! Interpreter tests: per-opcode cases (words from LLVM's assembler, expected state worked
 //! out by hand), decoding, scheduling and the command-processor glue.
 
-mod ds;
+mod coverage;
+pub(crate) mod ds;
 mod e2e;
-mod harness;
-mod salu;
-mod smem;
-mod sopp;
-mod valu;
-mod vcmp;
-mod vmem;
+pub(crate) mod harness;
+pub(crate) mod salu;
+pub(crate) mod smem;
+pub(crate) mod sopp;
+pub(crate) mod valu;
+pub(crate) mod vcmp;
+pub(crate) mod vmem;

@@ -1,4 +1,4 @@
-//! smem cases: each case's words are LLVM's encoding (`llvm-mc-19 -show-encoding`) of its
+//! scalar memory cases: each case's words are LLVM's encoding (`llvm-mc-19 -show-encoding`) of its
 //! `asm` for its targets; the expected state is worked out by hand from the ISA manuals.
 
 use super::harness::{Case, run_cases};
@@ -27,6 +27,8 @@ pub(crate) const CASES: &[Case] = &[
     Case { asm: "s_dcache_wb; s_mov_b32 s1, 3", targets: 7, words: &[0xC0840000, 0x00000000, 0xBE810083], init: "", expect: "s1=3" },
     Case { asm: "s_dcache_inv_vol; s_mov_b32 s1, 3", targets: 7, words: &[0xC0880000, 0x00000000, 0xBE810083], init: "", expect: "s1=3" },
     Case { asm: "s_dcache_wb_vol; s_mov_b32 s1, 3", targets: 7, words: &[0xC08C0000, 0x00000000, 0xBE810083], init: "", expect: "s1=3" },
+    Case { asm: "s_memtime s[2:3]; s_memtime s[4:5]; s_sub_u32 s6, s4, s2; s_subb_u32 s7, s5, s3; s_cmp_lg_u64 s[2:3], 0", targets: 7, words: &[0xC0900080, 0x00000000, 0xC0900100, 0x00000000, 0x80860204, 0x82870305, 0xBF138002], init: "", expect: "s7=0 scc=1" },
+    Case { asm: "s_memrealtime s[2:3]; s_memrealtime s[4:5]; s_sub_u32 s6, s4, s2; s_subb_u32 s7, s5, s3; s_cmp_lg_u64 s[2:3], 0", targets: 7, words: &[0xC0940080, 0x00000000, 0xC0940100, 0x00000000, 0x80860204, 0x82870305, 0xBF138002], init: "", expect: "s7=0 scc=1" },
 ];
 
 #[test]
