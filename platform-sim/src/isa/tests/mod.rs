@@ -2,6 +2,8 @@
 //! out by hand), decoding, scheduling and the command-processor glue.
 
 mod coverage;
+mod decode;
+mod dispatch;
 pub(crate) mod ds;
 mod e2e;
 pub(crate) mod harness;
