@@ -88,6 +88,7 @@ pub struct Stats {
     pub groups: u64,
 }
 
+#[derive(Default)]
 struct Group {
     waves: Vec<Wave>,
     lds: Vec<u8>,
@@ -102,7 +103,8 @@ pub struct Dispatch {
     next: u64,
     resident: Vec<Group>,
     free_slots: Vec<u32>,
-    spare: Vec<Wave>,
+    /// Retired work-groups, reused (waves, LDS and all) by the next ones.
+    spare: Vec<Group>,
     vgprs: usize,
     agprs: usize,
     /// Counters so far.
@@ -194,13 +196,15 @@ impl Dispatch {
         let size = [0, 1, 2].map(|d| l.workgroup[d].min(l.grid[d] - id[d] * l.workgroup[d]));
         let items = size[0] * size[1] * size[2];
         let waves = items.div_ceil(LANES as u32);
-        let mut slots = Vec::new();
+        let mut group = self.spare.pop().unwrap_or_default();
+        group.slots.clear();
         if self.uses_scratch() {
             if (self.free_slots.len() as u32) < waves {
+                self.spare.push(group);
                 return false;
             }
             for _ in 0..waves {
-                slots.extend(self.free_slots.pop());
+                group.slots.extend(self.free_slots.pop());
             }
         }
         let r2 = l.rsrc2;
@@ -208,13 +212,14 @@ impl Dispatch {
         let tidig = (r2 >> rsrc2::TIDIG_SHIFT) & 3;
         let architected = l.target == Target::Gfx942;
         let mode = (l.rsrc1 >> 12 & 0xFF) | (l.rsrc1 >> 21 & 1) << 8 | (l.rsrc1 >> 23 & 1) << 9;
-        let mut group = Group {
-            waves: Vec::with_capacity(waves as usize),
-            lds: vec![0; l.lds_bytes as usize],
-            slots,
-        };
-        for wv in 0..waves {
-            let mut w = self.spare.pop().unwrap_or_else(|| Wave::new(0, 0, l.apertures));
+        group.lds.clear();
+        group.lds.resize(l.lds_bytes as usize, 0);
+        group.waves.truncate(waves as usize);
+        while group.waves.len() < waves as usize {
+            group.waves.push(Wave::new(0, 0, l.apertures));
+        }
+        let slots = std::mem::take(&mut group.slots);
+        for (wv, w) in (0..waves).zip(group.waves.iter_mut()) {
             w.reset(self.vgprs, self.agprs, l.apertures);
             w.s[..user].copy_from_slice(&l.user_sgprs[..user]);
             let mut k = user;
@@ -228,18 +233,18 @@ impl Dispatch {
                 [rsrc2::TGID_X_EN, rsrc2::TGID_Y_EN, rsrc2::TGID_Z_EN].into_iter().enumerate()
             {
                 if r2 & bit != 0 {
-                    push(&mut w, id[d]);
+                    push(w, id[d]);
                 }
             }
             if r2 & rsrc2::TG_SIZE_EN != 0 {
-                push(&mut w, waves & 0x3F | u32::from(wv == 0) << 31);
+                push(w, waves & 0x3F | u32::from(wv == 0) << 31);
             }
             let scratch = self.launch.scratch.filter(|_| self.uses_scratch());
             let slot_offset = |s: ScratchBacking| {
-                u64::from(group.slots.get(wv as usize).copied().unwrap_or(0)) * s.wave_bytes
+                u64::from(slots.get(wv as usize).copied().unwrap_or(0)) * s.wave_bytes
             };
             if r2 & rsrc2::SCRATCH_EN != 0 && !architected {
-                push(&mut w, scratch.map_or(0, |s| slot_offset(s) as u32));
+                push(w, scratch.map_or(0, |s| slot_offset(s) as u32));
             }
             if architected && let Some(s) = scratch {
                 w.set_s64(FLAT_SCRATCH_LO, s.base.wrapping_add(slot_offset(s)));
@@ -249,9 +254,20 @@ impl Dispatch {
             let lanes = (items - first).min(LANES as u32);
             let exec = if lanes == 64 { u64::MAX } else { (1u64 << lanes) - 1 };
             w.set_s64(EXEC_LO, exec);
+            let (mut x, mut y, mut z) =
+                (first % size[0], first / size[0] % size[1], first / (size[0] * size[1]));
             for lane in 0..lanes as usize {
-                let t = first + lane as u32;
-                let (x, y, z) = (t % size[0], t / size[0] % size[1], t / (size[0] * size[1]));
+                if lane > 0 {
+                    x += 1;
+                    if x == size[0] {
+                        x = 0;
+                        y += 1;
+                        if y == size[1] {
+                            y = 0;
+                            z += 1;
+                        }
+                    }
+                }
                 let (y, z) = (if tidig >= 1 { y } else { 0 }, if tidig >= 2 { z } else { 0 });
                 if l.target == Target::Gfx900 {
                     for (r, v) in [x, y, z].into_iter().enumerate().take(tidig as usize + 1) {
@@ -269,18 +285,18 @@ impl Dispatch {
             w.hw.hw_id = wv & 0xF | ((self.resident.len() as u32) & 0xF) << 8;
             w.hw.gpr_alloc = (self.vgprs as u32 / 4).saturating_sub(1) & 0x3F;
             w.hw.lds_alloc = l.lds_bytes.div_ceil(512) << 12;
-            group.waves.push(w);
         }
+        group.slots = slots;
         self.resident.push(group);
         true
     }
 
     fn retire(&mut self, k: usize) {
-        let g = self.resident.swap_remove(k);
-        self.free_slots.extend(g.slots);
+        let mut g = self.resident.swap_remove(k);
+        self.free_slots.extend(g.slots.drain(..));
         self.stats.groups += 1;
         self.stats.waves += g.waves.len() as u64;
-        self.spare.extend(g.waves);
+        self.spare.push(g);
     }
 
     /// Runs waves for about `budget` instructions (whole slices; at least one).
@@ -328,7 +344,7 @@ impl Dispatch {
                         let i = code.fetch(pc, cx.mem)?;
                         self.stats.lane_instructions += u64::from(w.exec().count_ones());
                         w.pc = pc.wrapping_add(u64::from(i.len));
-                        execute(w, &i, &mut cx).map_err(|f| f.at(pc))?;
+                        execute(w, i, &mut cx).map_err(|f| f.at(pc))?;
                         n += 1;
                         if w.state != WaveState::Running {
                             break;

@@ -42,6 +42,8 @@ pub struct CodeCache {
     last: Option<(u64, usize)>,
     /// Instructions decoded so far (for tests and statistics).
     pub decoded: u64,
+    /// The last instruction decoded outside the pages (what [`CodeCache::fetch`] lends then).
+    loose: Option<Inst>,
 }
 
 impl std::fmt::Debug for CodeCache {
@@ -69,6 +71,7 @@ impl CodeCache {
             generation: 1,
             last: None,
             decoded: 0,
+            loose: None,
         }
     }
 
@@ -137,34 +140,33 @@ impl CodeCache {
     /// A memory violation at `pc` when the code cannot be read, an illegal instruction when
     /// it does not decode.
     #[inline]
-    pub fn fetch<M: WaveMemory>(&mut self, pc: u64, mem: &mut M) -> Result<Inst, WaveFault> {
+    pub fn fetch<M: WaveMemory>(&mut self, pc: u64, mem: &mut M) -> Result<&Inst, WaveFault> {
         let base = pc & !(CODE_PAGE - 1);
         let word = ((pc - base) / 4) as usize;
         let Some(k) = self.page(base, mem) else {
             return self.uncached(pc, mem);
         };
-        match self.pages[k].slots[word] {
-            Slot::Inst(i) => Ok(i),
-            Slot::Bad(u) => Err(WaveFault::undecodable(u).at(pc)),
-            Slot::Empty => {
-                // An instruction is at most three dwords; one that runs past the page is
-                // decoded from memory every time.
-                if word + 3 > WORDS {
-                    return self.uncached(pc, mem);
-                }
-                let r = decode(self.target, &self.pages[k].raw[word..word + 3]);
-                self.decoded += 1;
-                let slot = match r {
+        if let Slot::Empty = self.pages[k].slots[word] {
+            // An instruction is at most three dwords; one that runs past the page is decoded
+            // from memory every time.
+            if word + 3 > WORDS {
+                return self.uncached(pc, mem);
+            }
+            self.decoded += 1;
+            self.pages[k].slots[word] =
+                match decode(self.target, &self.pages[k].raw[word..word + 3]) {
                     Ok(i) => Slot::Inst(i),
                     Err(u) => Slot::Bad(u),
                 };
-                self.pages[k].slots[word] = slot;
-                r.map_err(|u| WaveFault::undecodable(u).at(pc))
-            }
+        }
+        match &self.pages[k].slots[word] {
+            Slot::Inst(i) => Ok(i),
+            Slot::Bad(u) => Err(WaveFault::undecodable(*u).at(pc)),
+            Slot::Empty => Err(WaveFault::memory(MemFault { address: pc, write: false }).at(pc)),
         }
     }
 
-    fn uncached<M: WaveMemory>(&mut self, pc: u64, mem: &mut M) -> Result<Inst, WaveFault> {
+    fn uncached<M: WaveMemory>(&mut self, pc: u64, mem: &mut M) -> Result<&Inst, WaveFault> {
         let mut w = [0u32; 3];
         let mut have = 0;
         for (k, slot) in w.iter_mut().enumerate() {
@@ -181,6 +183,7 @@ impl CodeCache {
             }
         }
         self.decoded += 1;
-        decode(self.target, &w[..have]).map_err(|u| WaveFault::undecodable(u).at(pc))
+        let i = decode(self.target, &w[..have]).map_err(|u| WaveFault::undecodable(u).at(pc))?;
+        Ok(self.loose.insert(i))
     }
 }

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use super::limits::LANES;
+
 /// A wave touched an address it may not: nothing is mapped there, or the access is misaligned
 /// where the hardware requires alignment (atomics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -205,6 +207,45 @@ pub trait WaveMemory {
         self.write(address, &value.to_le_bytes())
     }
 
+    /// Loads the dword at `addresses[l]` into `out[l]` for each lane `l` of `mask` (a vector
+    /// load's lanes at once: implementations serve lanes that share a page with one lookup).
+    ///
+    /// # Errors
+    /// As [`WaveMemory::read`]; lanes before the faulting one may have been loaded.
+    fn load_lanes(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+        out: &mut [u32; LANES],
+    ) -> Result<(), MemFault> {
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            out[l] = self.load_u32(addresses[l])?;
+        }
+        Ok(())
+    }
+
+    /// Stores `values[l]` at `addresses[l]` for each lane `l` of `mask`, in lane order.
+    ///
+    /// # Errors
+    /// As [`WaveMemory::read`]; lanes before the faulting one have been stored.
+    fn store_lanes(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+        values: &[u32; LANES],
+    ) -> Result<(), MemFault> {
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.store_u32(addresses[l], values[l])?;
+        }
+        Ok(())
+    }
+
     /// Forgets cached translations (between command-processor steps, so that memory the host
     /// freed in between faults instead of being reached through a stale view).
     fn flush(&mut self) {}
@@ -214,6 +255,7 @@ pub trait WaveMemory {
 #[derive(Debug, Clone, Default)]
 pub struct TestMemory {
     regions: Vec<(u64, Vec<u8>)>,
+    last: usize,
 }
 
 impl TestMemory {
@@ -242,13 +284,15 @@ impl TestMemory {
     fn find(&mut self, address: u64, len: usize, write: bool) -> Result<&mut [u8], MemFault> {
         let fault = MemFault { address, write };
         let end = address.checked_add(len as u64).ok_or(fault)?;
-        for (base, bytes) in &mut self.regions {
-            if address >= *base && end <= *base + bytes.len() as u64 {
-                let at = (address - *base) as usize;
-                return bytes.get_mut(at..at + len).ok_or(fault);
-            }
+        let inside = |(base, bytes): &(u64, Vec<u8>)| {
+            address >= *base && end <= base.saturating_add(bytes.len() as u64)
+        };
+        if !self.regions.get(self.last).is_some_and(inside) {
+            self.last = self.regions.iter().position(inside).ok_or(fault)?;
         }
-        Err(fault)
+        let (base, bytes) = self.regions.get_mut(self.last).ok_or(fault)?;
+        let at = (address - *base) as usize;
+        bytes.get_mut(at..at + len).ok_or(fault)
     }
 
     /// The `len` bytes at `address`, or `None` when they are not all in one region.
@@ -268,7 +312,76 @@ impl TestMemory {
     }
 }
 
+impl TestMemory {
+    /// The region holding every lane's dword, and its base.
+    fn lanes_region(&mut self, addresses: &[u64; LANES], mask: u64) -> Option<(u64, &mut Vec<u8>)> {
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            lo = lo.min(addresses[l]);
+            hi = hi.max(addresses[l].checked_add(4)?);
+        }
+        let len = usize::try_from(hi.checked_sub(lo)?).ok()?;
+        self.find(lo, len, false).ok()?;
+        let (base, bytes) = self.regions.get_mut(self.last)?;
+        Some((*base, bytes))
+    }
+}
+
 impl WaveMemory for TestMemory {
+    fn load_lanes(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+        out: &mut [u32; LANES],
+    ) -> Result<(), MemFault> {
+        if let Some((base, bytes)) = self.lanes_region(addresses, mask) {
+            let mut m = mask;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let at = (addresses[l] - base) as usize;
+                out[l] =
+                    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+            }
+            return Ok(());
+        }
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            out[l] = self.load_u32(addresses[l])?;
+        }
+        Ok(())
+    }
+
+    fn store_lanes(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+        values: &[u32; LANES],
+    ) -> Result<(), MemFault> {
+        if let Some((base, bytes)) = self.lanes_region(addresses, mask) {
+            let mut m = mask;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let at = (addresses[l] - base) as usize;
+                bytes[at..at + 4].copy_from_slice(&values[l].to_le_bytes());
+            }
+            return Ok(());
+        }
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.store_u32(addresses[l], values[l])?;
+        }
+        Ok(())
+    }
+
     fn read(&mut self, address: u64, dst: &mut [u8]) -> Result<(), MemFault> {
         dst.copy_from_slice(self.find(address, dst.len(), false)?);
         Ok(())

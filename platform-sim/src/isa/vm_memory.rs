@@ -5,11 +5,11 @@
 //! [`WaveMemory::flush`], so memory the host frees between steps faults instead of being
 //! reached through a stale view.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use hsakmt_core::platform::SharedMemory;
 
-use super::limits::{TLB_ENTRIES, TLB_WINDOW};
+use super::limits::{LANES, TLB_ENTRIES, TLB_WINDOW};
 use super::memory::{AtomicOp, MemFault, WaveMemory};
 use crate::gpu::vm::{GpuVm, MemRange};
 
@@ -54,6 +54,34 @@ impl<'a> VmMemory<'a> {
         };
         let (_, r) = self.tlb[k].as_ref()?;
         Some((r, (address - base) as usize))
+    }
+
+    /// The words of the one window every lane of `mask` addresses an aligned dword in, and
+    /// the window's base; `None` when the lanes spread over windows or are unaligned.
+    #[inline]
+    fn common_window(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+    ) -> Option<(&[AtomicU32], u64)> {
+        if mask == 0 {
+            return None;
+        }
+        let first = addresses[mask.trailing_zeros() as usize];
+        let base = first & !(TLB_WINDOW - 1);
+        let mut m = mask;
+        let mut ok = true;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            ok &= addresses[l] & !(TLB_WINDOW - 1) == base && addresses[l] & 3 == 0;
+        }
+        if !ok {
+            return None;
+        }
+        let (r, _) = self.window(base, TLB_WINDOW)?;
+        let words = r.u32s();
+        (words.len() as u64 * 4 >= TLB_WINDOW).then_some((words, base))
     }
 
     /// The exact range, resolved without the cache (accesses that cross windows, buffers

@@ -8,6 +8,48 @@ use super::fault::WaveFault;
 use super::inst::{EXEC_LO, Inst, LITERAL, VCC_LO, VGPR};
 use super::limits::{LANES, MAX_AGPRS, MAX_VGPRS, SGPR_FILE};
 
+/// A 32-bit vector source: a VGPR's lanes, or one value for every lane.
+#[derive(Debug, Clone, Copy)]
+pub enum Lanes<'a> {
+    /// A VGPR.
+    V(&'a [u32; LANES]),
+    /// A scalar, constant or literal.
+    S(u32),
+}
+
+impl Lanes<'_> {
+    /// Lane `l`'s value.
+    #[inline(always)]
+    #[must_use]
+    pub fn at(&self, l: usize) -> u32 {
+        match self {
+            Self::V(r) => r[l],
+            Self::S(v) => *v,
+        }
+    }
+}
+
+/// A 64-bit vector source: a VGPR pair's lanes, or one value for every lane.
+#[derive(Debug, Clone, Copy)]
+pub enum Lanes64<'a> {
+    /// A VGPR pair (low, high).
+    V(&'a [u32; LANES], &'a [u32; LANES]),
+    /// A scalar, constant or literal.
+    S(u64),
+}
+
+impl Lanes64<'_> {
+    /// Lane `l`'s value.
+    #[inline(always)]
+    #[must_use]
+    pub fn at(&self, l: usize) -> u64 {
+        match self {
+            Self::V(lo, hi) => u64::from(lo[l]) | u64::from(hi[l]) << 32,
+            Self::S(v) => *v,
+        }
+    }
+}
+
 /// What a wave is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaveState {
@@ -293,6 +335,33 @@ impl Wave {
         }
     }
 
+    /// A 32-bit vector source, borrowed.
+    ///
+    /// # Errors
+    /// As [`Wave::scalar`] and [`Wave::vgpr`].
+    #[inline]
+    pub fn src(&self, i: &Inst, c: u16) -> Result<Lanes<'_>, WaveFault> {
+        if c >= VGPR {
+            Ok(Lanes::V(self.vgpr(i, usize::from(c - VGPR))?))
+        } else {
+            Ok(Lanes::S(self.scalar(i, c)?))
+        }
+    }
+
+    /// A 64-bit vector source, borrowed.
+    ///
+    /// # Errors
+    /// As [`Wave::src`].
+    #[inline]
+    pub fn src64(&self, i: &Inst, c: u16, kind: Kind64) -> Result<Lanes64<'_>, WaveFault> {
+        if c >= VGPR {
+            let n = usize::from(c - VGPR);
+            Ok(Lanes64::V(self.vgpr(i, n)?, self.vgpr(i, n + 1)?))
+        } else {
+            Ok(Lanes64::S(self.scalar64(i, c, kind)?))
+        }
+    }
+
     /// The 64 lanes of a 32-bit vector source: the VGPR's lanes, or the scalar value in
     /// every lane.
     ///
@@ -353,12 +422,8 @@ impl Wave {
         vals: &[u64; LANES],
         mask: u64,
     ) -> Result<(), WaveFault> {
-        let mut lo = [0u32; LANES];
-        let mut hi = [0u32; LANES];
-        for l in 0..LANES {
-            lo[l] = vals[l] as u32;
-            hi[l] = (vals[l] >> 32) as u32;
-        }
+        let lo: [u32; LANES] = std::array::from_fn(|l| vals[l] as u32);
+        let hi: [u32; LANES] = std::array::from_fn(|l| (vals[l] >> 32) as u32);
         self.vgpr(i, n + 1)?;
         self.write_lanes(i, n, &lo, mask)?;
         self.write_lanes(i, n + 1, &hi, mask)

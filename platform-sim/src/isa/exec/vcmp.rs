@@ -216,57 +216,66 @@ fn mods64(i: &Inst, k: usize, v: u64) -> u64 {
     v
 }
 
+/// The lanes for which `f` holds.
+#[inline]
+fn lanes_mask(f: impl Fn(usize) -> bool) -> u64 {
+    let mut bits = 0u64;
+    for l in 0..LANES {
+        bits |= u64::from(f(l)) << l;
+    }
+    bits
+}
+
 /// VOPC (and VOPC in VOP3).
 pub(super) fn vopc(w: &mut Wave, i: &Inst) -> Result<(), WaveFault> {
     let Some((ty, cond, x)) = kind(i.op) else {
         return Err(WaveFault::unsupported(i));
     };
-    let mut bits = 0u64;
+    let bits;
     match ty {
-        Ty::F32 | Ty::I32 | Ty::U32 | Ty::Class32 => {
-            let a = w.lanes(i, i.src[0])?;
-            let b = w.lanes(i, i.src[1])?;
-            for l in 0..LANES {
-                let r = match ty {
-                    Ty::F32 => ord(
+        Ty::F32 | Ty::Class32 => {
+            let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
+            if matches!(ty, Ty::F32) {
+                bits = lanes_mask(|l| {
+                    ord(
                         cond,
-                        f32::from_bits(mods32(i, 0, a[l])),
-                        f32::from_bits(mods32(i, 1, b[l])),
-                    ),
-                    Ty::I32 => ord(cond, a[l] as i32, b[l] as i32),
-                    Ty::U32 => ord(cond, a[l], b[l]),
-                    _ => class32(f32::from_bits(mods32(i, 0, a[l])), b[l]),
-                };
-                bits |= u64::from(r) << l;
+                        f32::from_bits(mods32(i, 0, a.at(l))),
+                        f32::from_bits(mods32(i, 1, b.at(l))),
+                    )
+                });
+            } else {
+                bits = lanes_mask(|l| class32(f32::from_bits(mods32(i, 0, a.at(l))), b.at(l)));
             }
         }
-        Ty::F64 | Ty::I64 | Ty::U64 => {
-            let k = match ty {
-                Ty::F64 => Kind64::F,
-                Ty::I64 => Kind64::I,
-                _ => Kind64::U,
-            };
-            let a = w.lanes64(i, i.src[0], k)?;
-            let b = w.lanes64(i, i.src[1], k)?;
-            for l in 0..LANES {
-                let r = match ty {
-                    Ty::F64 => ord(
-                        cond,
-                        f64::from_bits(mods64(i, 0, a[l])),
-                        f64::from_bits(mods64(i, 1, b[l])),
-                    ),
-                    Ty::I64 => ord(cond, a[l] as i64, b[l] as i64),
-                    _ => ord(cond, a[l], b[l]),
-                };
-                bits |= u64::from(r) << l;
-            }
+        Ty::I32 => {
+            let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
+            bits = lanes_mask(|l| ord(cond, a.at(l) as i32, b.at(l) as i32));
+        }
+        Ty::U32 => {
+            let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
+            bits = lanes_mask(|l| ord(cond, a.at(l), b.at(l)));
+        }
+        Ty::F64 => {
+            let (a, b) = (w.src64(i, i.src[0], Kind64::F)?, w.src64(i, i.src[1], Kind64::F)?);
+            bits = lanes_mask(|l| {
+                ord(
+                    cond,
+                    f64::from_bits(mods64(i, 0, a.at(l))),
+                    f64::from_bits(mods64(i, 1, b.at(l))),
+                )
+            });
+        }
+        Ty::I64 => {
+            let (a, b) = (w.src64(i, i.src[0], Kind64::I)?, w.src64(i, i.src[1], Kind64::I)?);
+            bits = lanes_mask(|l| ord(cond, a.at(l) as i64, b.at(l) as i64));
+        }
+        Ty::U64 => {
+            let (a, b) = (w.src64(i, i.src[0], Kind64::U)?, w.src64(i, i.src[1], Kind64::U)?);
+            bits = lanes_mask(|l| ord(cond, a.at(l), b.at(l)));
         }
         Ty::Class64 => {
-            let a = w.lanes64(i, i.src[0], Kind64::F)?;
-            let b = w.lanes(i, i.src[1])?;
-            for l in 0..LANES {
-                bits |= u64::from(class64(f64::from_bits(mods64(i, 0, a[l])), b[l])) << l;
-            }
+            let (a, b) = (w.src64(i, i.src[0], Kind64::F)?, w.src(i, i.src[1])?);
+            bits = lanes_mask(|l| class64(f64::from_bits(mods64(i, 0, a.at(l))), b.at(l)));
         }
     }
     let result = bits & w.exec();

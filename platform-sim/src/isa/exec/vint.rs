@@ -26,34 +26,22 @@ pub(super) fn out64(w: &mut Wave, i: &Inst, d: &[u64; LANES]) -> R {
 
 #[inline]
 fn map1(w: &mut Wave, i: &Inst, f: impl Fn(u32) -> u32) -> R {
-    let a = w.lanes(i, i.src[0])?;
-    let mut d = [0u32; LANES];
-    for l in 0..LANES {
-        d[l] = f(a[l]);
-    }
+    let a = w.src(i, i.src[0])?;
+    let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l)));
     out32(w, i, &d)
 }
 
 #[inline]
 fn map2(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32) -> u32) -> R {
-    let a = w.lanes(i, i.src[0])?;
-    let b = w.lanes(i, i.src[1])?;
-    let mut d = [0u32; LANES];
-    for l in 0..LANES {
-        d[l] = f(a[l], b[l]);
-    }
+    let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
+    let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l), b.at(l)));
     out32(w, i, &d)
 }
 
 #[inline]
 fn map3(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) -> R {
-    let a = w.lanes(i, i.src[0])?;
-    let b = w.lanes(i, i.src[1])?;
-    let c = w.lanes(i, i.src[2])?;
-    let mut d = [0u32; LANES];
-    for l in 0..LANES {
-        d[l] = f(a[l], b[l], c[l]);
-    }
+    let (a, b, c) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?, w.src(i, i.src[2])?);
+    let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l), b.at(l), c.at(l)));
     out32(w, i, &d)
 }
 
@@ -69,17 +57,15 @@ fn carry_in(w: &Wave, i: &Inst) -> Result<u64, WaveFault> {
 
 /// Add/subtract with carry: `f(a, b, carry_in) -> (result, carry_out)` per lane.
 fn carry_op(w: &mut Wave, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) -> R {
-    let a = w.lanes(i, i.src[0])?;
-    let b = w.lanes(i, i.src[1])?;
+    let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let c = if cin { carry_in(w, i)? } else { 0 };
     let exec = w.exec();
-    let mut d = [0u32; LANES];
     let mut mask = 0u64;
-    for l in 0..LANES {
-        let (r, co) = f(a[l], b[l], (c >> l & 1) as u32);
-        d[l] = r;
+    let d: [u32; LANES] = std::array::from_fn(|l| {
+        let (r, co) = f(a.at(l), b.at(l), (c >> l & 1) as u32);
         mask |= u64::from(co) << l;
-    }
+        r
+    });
     out32(w, i, &d)?;
     w.set_s64(carry_dst(i), mask & exec);
     Ok(())
@@ -241,24 +227,17 @@ fn mbcnt(w: &mut Wave, i: &Inst, hi: bool) -> R {
 }
 
 fn cndmask(w: &mut Wave, i: &Inst) -> R {
-    let a = w.lanes(i, i.src[0])?;
-    let b = w.lanes(i, i.src[1])?;
+    let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let m = if i.enc == Enc::Vop3 { w.scalar64(i, i.src[2], Kind64::U)? } else { w.vcc() };
-    let mut d = [0u32; LANES];
-    for l in 0..LANES {
-        d[l] = if m >> l & 1 != 0 { b[l] } else { a[l] };
-    }
+    let d: [u32; LANES] = std::array::from_fn(|l| if m >> l & 1 != 0 { b.at(l) } else { a.at(l) });
     out32(w, i, &d)
 }
 
 fn shift64(w: &mut Wave, i: &Inst, f: impl Fn(u32, u64) -> u64) -> R {
-    let s = w.lanes(i, i.src[0])?;
+    let s = w.src(i, i.src[0])?;
     let kind = if i.op == Op::VAshrrevI64 { Kind64::I } else { Kind64::U };
-    let v = w.lanes64(i, i.src[1], kind)?;
-    let mut d = [0u64; LANES];
-    for l in 0..LANES {
-        d[l] = f(s[l], v[l]);
-    }
+    let v = w.src64(i, i.src[1], kind)?;
+    let d: [u64; LANES] = std::array::from_fn(|l| f(s.at(l), v.at(l)));
     out64(w, i, &d)
 }
 
@@ -287,12 +266,10 @@ fn mad64(w: &mut Wave, i: &Inst) -> R {
 }
 
 fn lshl_add64(w: &mut Wave, i: &Inst) -> R {
-    let a = w.lanes64(i, i.src[0], Kind64::U)?;
-    let s = w.lanes(i, i.src[1])?;
-    let c = w.lanes64(i, i.src[2], Kind64::U)?;
-    let mut d = [0u64; LANES];
-    for l in 0..LANES {
-        d[l] = (a[l] << (s[l] & 63)).wrapping_add(c[l]);
-    }
+    let a = w.src64(i, i.src[0], Kind64::U)?;
+    let s = w.src(i, i.src[1])?;
+    let c = w.src64(i, i.src[2], Kind64::U)?;
+    let d: [u64; LANES] =
+        std::array::from_fn(|l| (a.at(l) << (s.at(l) & 63)).wrapping_add(c.at(l)));
     out64(w, i, &d)
 }

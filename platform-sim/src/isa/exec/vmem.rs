@@ -352,6 +352,55 @@ fn atomic_place<M: WaveMemory>(
     })
 }
 
+/// The global addresses of the lanes of `mask` when every one of them goes to global memory
+/// (FLAT outside the LDS and private apertures, GLOBAL); `None` otherwise.
+fn global_lanes(w: &Wave, i: &Inst, ad: &Addr<'_>, mask: u64, _bytes: u64) -> Option<[u64; LANES]> {
+    if !matches!(i.enc, Enc::Flat | Enc::Global) {
+        return None;
+    }
+    let off = i.imm as i64;
+    let lo = ad.lo?;
+    let mut addrs = [0u64; LANES];
+    match ad.hi {
+        Some(hi) => {
+            for l in 0..LANES {
+                addrs[l] = (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add_signed(off);
+            }
+        }
+        None => {
+            for l in 0..LANES {
+                addrs[l] = ad.base.wrapping_add(u64::from(lo[l])).wrapping_add_signed(off);
+            }
+        }
+    }
+    if i.enc == Enc::Flat {
+        let ap = w.apertures;
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let a = addrs[l];
+            if a.wrapping_sub(ap.shared) < 1 << 32 || a.wrapping_sub(ap.private) < 1 << 32 {
+                return None;
+            }
+        }
+    }
+    Some(addrs)
+}
+
+/// `addrs` plus `by` in every lane.
+#[inline]
+fn offset_lanes(addrs: &[u64; LANES], by: u64) -> [u64; LANES] {
+    if by == 0 {
+        return *addrs;
+    }
+    let mut out = [0u64; LANES];
+    for l in 0..LANES {
+        out[l] = addrs[l].wrapping_add(by);
+    }
+    out
+}
+
 /// FLAT, GLOBAL, SCRATCH and MUBUF.
 pub(super) fn vmem<M: WaveMemory>(
     w: &mut Wave,
@@ -379,24 +428,32 @@ pub(super) fn vmem<M: WaveMemory>(
             let mut out = [[0u32; LANES]; 4];
             {
                 let ad = addressing(w, i, cx.target)?;
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let p = place(w, i, &ad, l, u64::from(bytes));
-                    let mut buf = [0u8; 16];
-                    read_place(cx, p, l, &mut buf[..usize::from(bytes)])?;
-                    match (bytes, signed) {
-                        (1, true) => out[0][l] = buf[0] as i8 as i32 as u32,
-                        (2, true) => out[0][l] = i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32,
-                        _ => {
-                            for k in 0..n {
-                                out[k][l] = u32::from_le_bytes([
-                                    buf[4 * k],
-                                    buf[4 * k + 1],
-                                    buf[4 * k + 2],
-                                    buf[4 * k + 3],
-                                ]);
+                match global_lanes(w, i, &ad, exec, u64::from(bytes)) {
+                    // Whole dwords in global memory: every lane's dword k at once.
+                    Some(addrs) if bytes >= 4 => {
+                        for (k, o) in out.iter_mut().enumerate().take(n) {
+                            cx.mem.load_lanes(&offset_lanes(&addrs, 4 * k as u64), exec, o)?;
+                        }
+                    }
+                    _ => {
+                        let mut m = exec;
+                        while m != 0 {
+                            let l = m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            let p = place(w, i, &ad, l, u64::from(bytes));
+                            let mut buf = [0u8; 16];
+                            read_place(cx, p, l, &mut buf[..usize::from(bytes)])?;
+                            match (bytes, signed) {
+                                (1, true) => out[0][l] = buf[0] as i8 as i32 as u32,
+                                (2, true) => {
+                                    out[0][l] = i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32
+                                }
+                                _ => {
+                                    for k in 0..n {
+                                        let b = &buf[4 * k..4 * k + 4];
+                                        out[k][l] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                                    }
+                                }
                             }
                         }
                     }
@@ -416,16 +473,25 @@ pub(super) fn vmem<M: WaveMemory>(
                 *d = *w.reg(i, data_reg + k, acc_regs)?;
             }
             let ad = addressing(w, i, cx.target)?;
-            let mut m = exec;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let p = place(w, i, &ad, l, u64::from(bytes));
-                let mut buf = [0u8; 16];
-                for k in 0..n {
-                    buf[4 * k..4 * k + 4].copy_from_slice(&data[k][l].to_le_bytes());
+            match global_lanes(w, i, &ad, exec, u64::from(bytes)) {
+                Some(addrs) if bytes >= 4 => {
+                    for (k, d) in data.iter().enumerate().take(n) {
+                        cx.mem.store_lanes(&offset_lanes(&addrs, 4 * k as u64), exec, d)?;
+                    }
                 }
-                write_place(cx, p, l, &buf[..usize::from(bytes)])?;
+                _ => {
+                    let mut m = exec;
+                    while m != 0 {
+                        let l = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let p = place(w, i, &ad, l, u64::from(bytes));
+                        let mut buf = [0u8; 16];
+                        for k in 0..n {
+                            buf[4 * k..4 * k + 4].copy_from_slice(&data[k][l].to_le_bytes());
+                        }
+                        write_place(cx, p, l, &buf[..usize::from(bytes)])?;
+                    }
+                }
             }
             cx.dev.effects += 1;
             Ok(())

@@ -592,3 +592,53 @@ fn a_polling_kernel_yields_and_resumes() {
         assert_eq!(r.words(1, 64), vec![42; 64], "{}", t.name());
     }
 }
+
+/// Nanoseconds this thread ran on a CPU (`/proc/thread-self/schedstat`), so that other load on
+/// the machine does not count.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Throughput of the interpreter on the compute kernel over plain memory (not a timing goal:
+/// run with `cargo test --release -p hsakmt-sim --lib isa::tests::e2e::throughput -- --ignored
+/// --nocapture` to see the figure).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn throughput() {
+    for t in all() {
+        let n = 1u32 << 22;
+        let input: Vec<u32> = (0..n).collect();
+        let mut r = Run::new(t, "compute");
+        r.buffer(&[]);
+        r.buffer(&[]);
+        // Buffers of 4 MiB each.
+        let (a, b) = (0x1_0000_0000u64, 0x2_0000_0000u64);
+        r.mem.map_bytes(a, &words_bytes(&input));
+        r.mem.map_bytes(b, &vec![1; 4 * n as usize]);
+        r.args.clear();
+        r.arg(&a.to_le_bytes());
+        r.arg(&b.to_le_bytes());
+        r.arg(&5u32.to_le_bytes());
+        r.arg(&n.to_le_bytes());
+        r.grid = [n, 1, 1];
+        r.wg = [256, 1, 1];
+        let (start, cpu) = (std::time::Instant::now(), thread_cpu_ns());
+        let (d, _) = r.go_with_budget(u64::MAX).expect("runs");
+        let s = start.elapsed().as_secs_f64();
+        let c = (thread_cpu_ns() - cpu) as f64 / 1e9;
+        println!(
+            "{}: {} wave instructions, {} lane instructions in {:.3} s ({:.3} s on the CPU): {:.0} M lane-instructions/s, {:.1} M wave-instructions/s per CPU second",
+            t.name(),
+            d.stats.instructions,
+            d.stats.lane_instructions,
+            s,
+            c,
+            d.stats.lane_instructions as f64 / c / 1e6,
+            d.stats.instructions as f64 / c / 1e6
+        );
+        assert_eq!(r.mem.word(b + 4 * 12345), 12345 * 3 + 5);
+    }
+}

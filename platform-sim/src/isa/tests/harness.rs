@@ -192,7 +192,7 @@ impl World {
             let pc = self.wave.pc;
             let i = code.fetch(pc, cx.mem)?;
             self.wave.pc = pc + u64::from(i.len);
-            execute(&mut self.wave, &i, &mut cx).map_err(|f| f.at(pc))?;
+            execute(&mut self.wave, i, &mut cx).map_err(|f| f.at(pc))?;
             if self.wave.state != WaveState::Running {
                 break;
             }
