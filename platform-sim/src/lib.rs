@@ -43,7 +43,7 @@ pub use gpu::pm4::{
     PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
-pub use gpu::{CpMode, QueueFault, QueueState};
+pub use gpu::{CpMode, IsaCount, QueueFault, QueueState};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };
@@ -329,6 +329,12 @@ impl SimPlatform {
     #[must_use]
     pub fn queue_ids(&self) -> Vec<u32> {
         self.kfd.gpu.queue_ids()
+    }
+
+    /// What the GPUs' ISA interpreter ran so far (every queue, every dispatch).
+    #[must_use]
+    pub fn isa_count(&self) -> IsaCount {
+        self.kfd.gpu.isa_counters()
     }
 
     /// Why queue `queue_id` stopped with an error, if it did.

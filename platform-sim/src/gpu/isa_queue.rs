@@ -13,14 +13,52 @@ use hsakmt_core::uapi::{
     EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_MEMORY_VIOLATION, EC_QUEUE_WAVE_TRAP,
 };
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::{Cp, SimQueue};
 use crate::isa::launch::{AqlDispatch, LaunchError, ShRegs, aql_launch};
 use crate::isa::limits::{STALLED_STEP_INSTRUCTIONS, STEP_INSTRUCTIONS};
 use crate::isa::vm_memory::VmMemory;
 use crate::isa::{
-    Apertures, CodeCache, Device, Dispatch, FaultKind, Launch, RunState, Target, WaveFault,
+    Apertures, CodeCache, Device, Dispatch, FaultKind, Launch, RunState, Stats, Target, WaveFault,
 };
 use crate::kfd::{LDS_BASE, SCRATCH_BASE};
+
+/// What the ISA interpreter ran, summed over queues and dispatches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IsaCount {
+    /// Wave instructions executed.
+    pub instructions: u64,
+    /// Lane instructions: the active lanes (EXEC bits) of every executed instruction.
+    pub lane_instructions: u64,
+    /// Waves that ended.
+    pub waves: u64,
+}
+
+/// Counters the command processors add to.
+#[derive(Debug, Default)]
+pub(crate) struct IsaCounters {
+    instructions: AtomicU64,
+    lane_instructions: AtomicU64,
+    waves: AtomicU64,
+}
+
+impl IsaCounters {
+    fn add(&self, d: Stats) {
+        self.instructions.fetch_add(d.instructions, Ordering::Relaxed);
+        self.lane_instructions.fetch_add(d.lane_instructions, Ordering::Relaxed);
+        self.waves.fetch_add(d.waves, Ordering::Relaxed);
+    }
+
+    /// The sums so far.
+    pub(crate) fn get(&self) -> IsaCount {
+        IsaCount {
+            instructions: self.instructions.load(Ordering::Relaxed),
+            lane_instructions: self.lane_instructions.load(Ordering::Relaxed),
+            waves: self.waves.load(Ordering::Relaxed),
+        }
+    }
+}
 
 /// How a dispatch step ended.
 #[derive(Debug)]
@@ -116,7 +154,14 @@ impl QueueIsa {
         let (Some((_, d)), Some(code)) = (&mut self.running, &mut self.code) else {
             return IsaStep::Done;
         };
+        let before = d.stats;
         let r = d.run(&mut mem, &mut self.dev, code, budget);
+        cp.isa_counters.add(Stats {
+            instructions: d.stats.instructions - before.instructions,
+            lane_instructions: d.stats.lane_instructions - before.lane_instructions,
+            waves: d.stats.waves - before.waves,
+            groups: d.stats.groups - before.groups,
+        });
         for p in self.dev.interrupts.drain(..) {
             cp.events.signal_event(p);
         }

@@ -46,6 +46,7 @@ use crate::mapping::DoorbellSink;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
 
+pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -254,6 +255,8 @@ pub(crate) struct Cp {
     pub(crate) vm: Arc<dyn GpuVm>,
     /// Trap handlers `(tba, tma)` per GPU (`AMDKFD_IOC_SET_TRAP_HANDLER`).
     traps: Mutex<BTreeMap<u32, (u64, u64)>>,
+    /// What the ISA interpreter ran on every GPU.
+    pub(crate) isa_counters: isa_queue::IsaCounters,
     pub(crate) events: Arc<dyn EventHooks>,
     pub(crate) kernels: KernelRegistry,
     pub(crate) progress: Progress,
@@ -705,6 +708,7 @@ impl GpuModel {
             cp: Arc::new(Cp {
                 vm,
                 traps: Mutex::new(BTreeMap::new()),
+                isa_counters: isa_queue::IsaCounters::default(),
                 events,
                 kernels: config.kernels,
                 progress: Progress::default(),
@@ -828,6 +832,11 @@ impl GpuModel {
             .map_or(0, |r| r.u64s().first().map_or(0, |w| w.load(Ordering::Acquire)));
         q.raise_fault(&self.cp, exception, packet, address);
         true
+    }
+
+    /// Wave instructions, lane instructions and waves the ISA interpreter ran so far.
+    pub(crate) fn isa_counters(&self) -> IsaCount {
+        self.cp.isa_counters.get()
     }
 
     /// Runs every queue until none makes progress; returns the packets consumed.
