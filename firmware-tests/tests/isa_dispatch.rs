@@ -89,6 +89,12 @@ const GWS_INCREASE: &[u32] = &[
     0x80108110, 0xC0430400, 0x00000000, 0xBF8CC07F, 0xD9350000, 0x00000000, 0xBF8C0000, 0xBF810000,
 ];
 
+/// kfdtest's persistent-iterate shape: store a growing counter forever.
+const PERSISTENT: &[u32] =
+    &[0x7E000200, 0x7E020201, 0x7E040280, 0x68040481, 0xDC700000, 0x00000200, 0xBF82FFFC];
+/// kfdtest's infinite loop: `LOOP: s_nop 0x10; s_branch LOOP`.
+const INFINITE_LOOP: &[u32] = &[0xBF800010, 0xBF82FFFE, 0xBF810000];
+
 fn by_target<'a>(gfx: &str, g900: &'a [u32], g90a: &'a [u32], g942: &'a [u32]) -> &'a [u32] {
     match gfx {
         "gfx900" => g900,
@@ -357,6 +363,40 @@ fn a_polling_shader_in_threaded_mode() {
         assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x5678);
         drop(q);
         t.kfd.destroy_queue(info.handle).expect("destroy");
+    });
+}
+
+#[test]
+fn kernels_that_never_end_do_not_hold_the_simulator() {
+    with_big_stack(|| {
+        let t = Pm4::new(TARGETS[0].0, TARGETS[0].1, CpMode::Step);
+        let sim = t.kfd.platform();
+        for (code, writes) in [(PERSISTENT, true), (INFINITE_LOOP, false)] {
+            let code = t.shader(code);
+            let (out, done) = (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+            let (_ib, ring) = t.ib(
+                code.addr(),
+                &[out.addr() as u32, (out.addr() >> 32) as u32],
+                [1, 1, 1],
+                done.addr(),
+            );
+            let info = t
+                .kfd
+                .create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096))
+                .expect("queue");
+            let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+            q.submit(&ring, || {}).expect("room");
+            // Each call returns although the kernel runs on.
+            sim.run_until_idle();
+            let first = out.u32s()[0].load(Ordering::Acquire);
+            sim.run_until_idle();
+            let second = out.u32s()[0].load(Ordering::Acquire);
+            assert_eq!(writes, second > first, "counter {first} then {second}");
+            assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0);
+            assert_eq!(sim.queue_fault(info.queue_id), None);
+            drop(q);
+            t.kfd.destroy_queue(info.handle).expect("destroy a queue running a kernel");
+        }
     });
 }
 

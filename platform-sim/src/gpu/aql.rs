@@ -317,7 +317,7 @@ pub(crate) fn run(
         match execute(q, cp, &packet, index, exec, &site) {
             Outcome::Done => {}
             Outcome::Blocked => return (quiet(n, Step::Blocked), n),
-            Outcome::Running => return (Step::Progress, n),
+            Outcome::Running => return (Step::Running, n),
             Outcome::Fault(ec, address) => {
                 exec.isa.abandon();
                 exec.ib_pos = [None; 3];

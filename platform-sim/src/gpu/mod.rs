@@ -42,6 +42,7 @@ use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
 
+use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
 use crate::mapping::DoorbellSink;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
@@ -333,6 +334,8 @@ pub(crate) enum Step {
     Idle,
     /// The next packet waits for something (a barrier's signals, a memory poll).
     Blocked,
+    /// A kernel is running on the ISA interpreter and made progress; step again.
+    Running,
 }
 
 /// Engine-private execution state.
@@ -639,7 +642,7 @@ fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
         }
         q.pending.store(false, Ordering::SeqCst);
         match q.step(&cp, 256) {
-            Step::Progress => {
+            Step::Progress | Step::Running => {
                 idle_since = None;
                 blocked_wait = Duration::from_micros(20);
             }
@@ -839,16 +842,26 @@ impl GpuModel {
         self.cp.isa_counters.get()
     }
 
-    /// Runs every queue until none makes progress; returns the packets consumed.
+    /// Runs every queue until none makes progress; returns the packets consumed. A kernel
+    /// on the interpreter runs until it ends or blocks, or until the dispatches of this call
+    /// ran [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
         let mut total = 0;
+        let start = self.cp.isa_counters.get().instructions;
+        let within = || self.cp.isa_counters.get().instructions - start < IDLE_RUN_INSTRUCTIONS;
         loop {
             let queues: Vec<Arc<SimQueue>> =
                 lock(&self.queues).values().map(|l| l.q.clone()).collect();
             let mut moved = false;
             for q in queues {
                 let before = q.packets();
-                while q.step(&self.cp, 4096) == Step::Progress {}
+                loop {
+                    match q.step(&self.cp, 4096) {
+                        Step::Progress => {}
+                        Step::Running if within() => {}
+                        _ => break,
+                    }
+                }
                 let n = q.packets() - before;
                 total += n;
                 moved |= n > 0;

@@ -312,7 +312,7 @@ pub(crate) fn run(
                 n += 1;
             }
             Ok(Run::Blocked) => return (quiet(n, Step::Blocked), n),
-            Ok(Run::Running) => return (Step::Progress, n),
+            Ok(Run::Running) => return (Step::Running, n),
             Err((ec, a)) => {
                 exec.isa.abandon();
                 exec.ib_pos = [None; 3];

@@ -41,3 +41,6 @@ pub const STEP_INSTRUCTIONS: u64 = 1 << 18;
 /// Wave instructions per step while the dispatch makes no observable progress (waves polling
 /// memory the host has not written yet), so that spinning costs less.
 pub const STALLED_STEP_INSTRUCTIONS: u64 = 1 << 14;
+/// Wave instructions `run_until_idle` lets kernels run in one call before it returns with a
+/// kernel still running (one that never ends).
+pub const IDLE_RUN_INSTRUCTIONS: u64 = 1 << 20;
