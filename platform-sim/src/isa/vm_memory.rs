@@ -133,6 +133,54 @@ impl WaveMemory for VmMemory<'_> {
         self.write(address, &value.to_le_bytes())
     }
 
+    fn load_lanes(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+        out: &mut [u32; LANES],
+    ) -> Result<(), MemFault> {
+        if let Some((words, base)) = self.common_window(addresses, mask) {
+            let mut m = mask;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                out[l] = words[((addresses[l] - base) / 4) as usize].load(Ordering::Relaxed);
+            }
+            return Ok(());
+        }
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            out[l] = self.load_u32(addresses[l])?;
+        }
+        Ok(())
+    }
+
+    fn store_lanes(
+        &mut self,
+        addresses: &[u64; LANES],
+        mask: u64,
+        values: &[u32; LANES],
+    ) -> Result<(), MemFault> {
+        if let Some((words, base)) = self.common_window(addresses, mask) {
+            let mut m = mask;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                words[((addresses[l] - base) / 4) as usize].store(values[l], Ordering::Relaxed);
+            }
+            return Ok(());
+        }
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.store_u32(addresses[l], values[l])?;
+        }
+        Ok(())
+    }
+
     fn atomic32(
         &mut self,
         address: u64,
