@@ -293,7 +293,7 @@ impl Dispatch {
 
     fn retire(&mut self, k: usize) {
         let mut g = self.resident.swap_remove(k);
-        self.free_slots.extend(g.slots.drain(..));
+        self.free_slots.append(&mut g.slots);
         self.stats.groups += 1;
         self.stats.waves += g.waves.len() as u64;
         self.spare.push(g);

@@ -1,5 +1,5 @@
 //! A decoded instruction: its operation, encoding and operand fields, unpacked once by
-//! [`super::decode`] so that execution never looks at instruction bits again.
+//! [`super::decode()`] so that execution never looks at instruction bits again.
 
 use super::Op;
 

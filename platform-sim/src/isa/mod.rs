@@ -3,7 +3,7 @@
 //! It covers the compute subset of the Vega (gfx900), CDNA2 (gfx90a) and CDNA3 (gfx942)
 //! instruction sets, from AMD's ISA manuals and LLVM's AMDGPU target description (opcode
 //! numbers in [`opcodes`], taken from LLVM's assembler):
-//! - [`decode`]: machine code to [`Inst`], once per code page ([`icache`]);
+//! - [`mod@decode`]: machine code to [`Inst`], once per code page ([`icache`]);
 //! - [`wave`]: a wave's registers — SGPRs with VCC, EXEC, M0, FLAT_SCRATCH and TTMP0-15 at
 //!   their operand codes, 64-lane VGPRs and (gfx90a, gfx942) AGPRs, SCC, the hardware registers;
 //! - [`exec`]: scalar and vector ALU, scalar and vector memory, LDS and GWS, program control,

@@ -1,4 +1,4 @@
-//! [`WaveMemory`] over the simulator's GPU page tables ([`GpuVm`]): every access is resolved
+//! [`WaveMemory`] over the simulator's GPU page tables (`GpuVm`): every access is resolved
 //! for the queue's GPU, so an address no buffer mapped on that GPU backs is a memory
 //! violation. Translations are cached per window ([`TLB_WINDOW`] bytes, [`TLB_ENTRIES`] of
 //! them) for the duration of one command-processor step and forgotten by

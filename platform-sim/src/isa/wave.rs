@@ -213,7 +213,7 @@ impl Wave {
     /// is not a VGPR).
     ///
     /// # Errors
-    /// [`WaveFault::Operand`] for a code that names nothing (reserved codes, VGPRs where only
+    /// An operand fault ([`super::FaultKind::Operand`]) for a code that names nothing (reserved codes, VGPRs where only
     /// scalars are allowed).
     #[inline]
     pub fn scalar(&self, i: &Inst, c: u16) -> Result<u32, WaveFault> {

@@ -258,12 +258,12 @@ pub(super) fn ds<M: WaveMemory>(
         Lds::Atomic { op, wide, ret } => {
             let words = if wide { 2 } else { 1 };
             let mut data = [[0u32; LANES]; 4];
-            for j in 0..words {
-                data[j] = reg(w, d0 + j)?;
+            for (j, d) in data.iter_mut().enumerate().take(words) {
+                *d = reg(w, d0 + j)?;
             }
             if op == AtomicOp::CmpSwap {
-                for j in 0..words {
-                    data[2 + j] = reg(w, d1 + j)?;
+                for (j, d) in data.iter_mut().skip(2).enumerate().take(words) {
+                    *d = reg(w, d1 + j)?;
                 }
             }
             for l in lanes() {

@@ -64,7 +64,7 @@ fn read<M: WaveMemory>(w: &Wave, id: u32, cx: &Cx<'_, M>) -> u32 {
         // The trap handler's addresses are visible to privileged code only.
         HW_REG_TBA_LO..=HW_REG_TMA_HI if w.hw.privileged => {
             let v = if id < 18 { tba } else { tma };
-            if id % 2 == 0 { v as u32 } else { (v >> 32) as u32 }
+            if id.is_multiple_of(2) { v as u32 } else { (v >> 32) as u32 }
         }
         _ => 0,
     }

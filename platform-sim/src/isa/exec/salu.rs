@@ -86,8 +86,8 @@ pub(super) fn sop2(w: &mut Wave, i: &Inst) -> Result<(), WaveFault> {
         Op::SBfeU32 => logic(bfe32(a, b, false)),
         Op::SBfeI32 => logic(bfe32(a, b, true)),
         Op::SAbsdiffI32 => logic((a as i32).wrapping_sub(b as i32).unsigned_abs()),
-        Op::SMulHiU32 => ((u64::from(a) * u64::from(b) >> 32) as u32, None),
-        Op::SMulHiI32 => ((i64::from(a as i32) * i64::from(b as i32) >> 32) as u32, None),
+        Op::SMulHiU32 => (((u64::from(a) * u64::from(b)) >> 32) as u32, None),
+        Op::SMulHiI32 => (((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32, None),
         Op::SLshl1AddU32 | Op::SLshl2AddU32 | Op::SLshl3AddU32 | Op::SLshl4AddU32 => {
             let sh = match i.op {
                 Op::SLshl1AddU32 => 1,

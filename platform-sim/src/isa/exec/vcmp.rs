@@ -158,7 +158,7 @@ fn class32(x: f32, mask: u32) -> bool {
         if x.to_bits() & 0x40_0000 != 0 { 1 } else { 0 }
     } else {
         let neg = x.is_sign_negative();
-        let base = if x.is_infinite() {
+        if x.is_infinite() {
             if neg { 2 } else { 9 }
         } else if x == 0.0 {
             if neg { 5 } else { 6 }
@@ -168,8 +168,7 @@ fn class32(x: f32, mask: u32) -> bool {
             3
         } else {
             8
-        };
-        base
+        }
     };
     mask >> bit & 1 != 0
 }

@@ -476,9 +476,7 @@ fn div_fixup32(s0: f32, s1: f32, s2: f32) -> f32 {
         f32::from_bits(0xFFC0_0000)
     } else if s1 == 0.0 || s2.is_infinite() {
         signed(f32::INFINITY)
-    } else if s1.is_infinite() || s2 == 0.0 {
-        signed(0.0)
-    } else if exp32(s2) - exp32(s1) < -150 {
+    } else if s1.is_infinite() || s2 == 0.0 || exp32(s2) - exp32(s1) < -150 {
         signed(0.0)
     } else if exp32(s1) == 255 {
         signed(f32::INFINITY)
@@ -498,9 +496,7 @@ fn div_fixup64(s0: f64, s1: f64, s2: f64) -> f64 {
         f64::from_bits(0xFFF8_0000_0000_0000)
     } else if s1 == 0.0 || s2.is_infinite() {
         signed(f64::INFINITY)
-    } else if s1.is_infinite() || s2 == 0.0 {
-        signed(0.0)
-    } else if exp64(s2) - exp64(s1) < -1075 {
+    } else if s1.is_infinite() || s2 == 0.0 || exp64(s2) - exp64(s1) < -1075 {
         signed(0.0)
     } else if exp64(s1) == 2047 {
         signed(f64::INFINITY)

@@ -275,8 +275,8 @@ fn dump_user_sgprs(at_sgpr: u16) -> Vec<u32> {
     w.push(0x7E00_0280);
     // global_store_dwordx4 v0, v[1+4j : 4+4j], s[at:at+1] offset:16j
     for j in 0..4u32 {
-        w.push(0xDC7C_8000 | 16 * j);
-        w.push(u32::from(at_sgpr) << 16 | (1 + 4 * j) << 8);
+        w.push(0xDC7C_8000 | (16 * j));
+        w.push(u32::from(at_sgpr) << 16 | ((1 + 4 * j) << 8));
     }
     w.push(ENDPGM);
     w

@@ -125,7 +125,7 @@ impl Run {
 
     /// Appends an explicit argument at its natural alignment.
     fn arg(&mut self, v: &[u8]) {
-        while self.args.len() % v.len() != 0 {
+        while !self.args.len().is_multiple_of(v.len()) {
             self.args.push(0);
         }
         self.args.extend_from_slice(v);
@@ -352,9 +352,9 @@ fn lds_reduction_with_barriers() {
         r.lds = 1024;
         r.go().unwrap_or_else(|f| panic!("{}: {f}", t.name()));
         let out = r.words(1, 4);
-        for g in 0..4 {
+        for (g, got) in out.iter().enumerate() {
             let want: u32 = input.iter().skip(g * 256).take(256).sum();
-            assert_eq!(out[g], want, "{} group {g}", t.name());
+            assert_eq!(*got, want, "{} group {g}", t.name());
         }
         let mut r = Run::new(t, "lds_atomics");
         r.buffer(&[]);

@@ -143,9 +143,9 @@ impl World {
                 if file.len() <= n {
                     file.resize(n + 1, [0; LANES]);
                 }
-                for l in 0..LANES {
-                    if lane.is_none_or(|x| x == l) {
-                        file[n][l] = lane_value(v, l) as u32;
+                for (l, x) in file[n].iter_mut().enumerate() {
+                    if lane.is_none_or(|k| k == l) {
+                        *x = lane_value(v, l) as u32;
                     }
                 }
             } else {
