@@ -20,6 +20,8 @@
 //! - [`event`]: the event table, wait sets, exception data and the callback registry.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
+//! - [`code_object`]: AMDGPU ELF code objects (v4–v6): target, segments, relocations, kernel
+//!   descriptors, metadata, kernel-argument layout.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
 #![no_std]
@@ -33,6 +35,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod code_object;
 pub mod device;
 pub mod driver;
 pub mod error;

@@ -4,8 +4,8 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the no-libc image
-/// test and the doc build.
+/// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the kernel
+/// code-object check, the no-libc image test and the doc build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     step(
@@ -31,6 +31,18 @@ pub(crate) fn ci() -> Result<(), String> {
             "clippy",
             "-p",
             "hsakmt-linux",
+            "--no-default-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    step(
+        "clippy (no_std host memory)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-hostmem",
             "--no-default-features",
             "--",
             "-D",
@@ -80,6 +92,8 @@ pub(crate) fn ci() -> Result<(), String> {
     crate::fuzz::ci_run()?;
     println!("==> uapi-check");
     crate::uapi_check::run(&[])?;
+    println!("==> kernels --check (rebuild the committed code objects with clang-19, compare)");
+    crate::kernels::check()?;
     println!("==> image-test (no-libc static image against every simulator profile)");
     crate::image_test::image_test(&[])?;
     println!("==> size (static image and hsakmt against their goals, snapshot budget)");

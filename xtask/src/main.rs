@@ -6,6 +6,7 @@ mod elf;
 mod fuzz;
 mod fuzz_seeds;
 mod image_test;
+mod kernels;
 mod size;
 mod tsan;
 mod uapi_check;
@@ -15,15 +16,21 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command> [args]
 
 commands:
-  ci           the whole test suite: fmt, clippy -D warnings, tests, uapi-check, docs
+  ci           the whole test suite: fmt, clippy -D warnings, tests, fuzz, uapi-check,
+               kernels --check, image-test, size, docs
   bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
-               nightly; targets: topology apertures event_data dmabuf_info aql sdma cp_pm4 isa);
+               nightly; targets: topology apertures event_data dmabuf_info aql sdma code_object
+               cp_pm4 isa);
                --write-seeds regenerates core/fuzz/seeds
   size [--json] build the no-libc image and the static `hsakmt`, report their sizes and the
                topology snapshot's (goals: image <= 128 KiB, hsakmt <= 2 MiB)
   image-test   build the image and run it against every simulator profile
+  kernels [--check]
+               compile kernels/cl/*.cl with clang-19 into kernels/objects (code objects for
+               gfx900 gfx90a gfx942 gfx1030 gfx1100 gfx1201) and kernels/src/objects.rs;
+               --check rebuilds in a temporary directory and compares byte for byte
   tsan [--seconds N]
                the thread stress test (N s, default 3) and the core unit tests under
                ThreadSanitizer (nightly with rust-src; installs the component when missing)
@@ -43,6 +50,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
         "image-test" => image_test::image_test(rest),
+        "kernels" => kernels::kernels(rest),
         "tsan" => tsan::tsan(rest),
         "uapi-check" => uapi_check::run(rest),
         "help" | "-h" | "--help" => {
