@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use super::inst::{Enc, Inst, LITERAL, SADDR_OFF, VGPR, flag};
+use super::inst::{Enc, Inst, LITERAL, SADDR_OFF, VCC_LO, VGPR, flag};
 use super::{Op, Target, opcodes};
 
 /// Why machine code cannot be decoded: what the interpreter reports as an illegal
@@ -128,6 +128,159 @@ fn is_vop3b(op: Op) -> bool {
     )
 }
 
+/// Whether `op` has an SDWA form on gfx9 (those of the operations the interpreter knows
+/// that LLVM's disassembler accepts with `src0 = 0xF9`).
+fn has_sdwa(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        VAddCoU32
+            | VAddF16
+            | VAddF32
+            | VAddU32
+            | VAddcCoU32
+            | VAndB32
+            | VAshrrevI32
+            | VBfrevB32
+            | VCeilF32
+            | VCmpClassF32
+            | VCmpEqF32
+            | VCmpEqI32
+            | VCmpEqU32
+            | VCmpFF32
+            | VCmpFI32
+            | VCmpFU32
+            | VCmpGeF32
+            | VCmpGeI32
+            | VCmpGeU32
+            | VCmpGtF32
+            | VCmpGtI32
+            | VCmpGtU32
+            | VCmpLeF32
+            | VCmpLeI32
+            | VCmpLeU32
+            | VCmpLgF32
+            | VCmpLtF32
+            | VCmpLtI32
+            | VCmpLtU32
+            | VCmpNeI32
+            | VCmpNeU32
+            | VCmpNeqF32
+            | VCmpNgeF32
+            | VCmpNgtF32
+            | VCmpNleF32
+            | VCmpNlgF32
+            | VCmpNltF32
+            | VCmpOF32
+            | VCmpTI32
+            | VCmpTU32
+            | VCmpTruF32
+            | VCmpUF32
+            | VCmpxClassF32
+            | VCmpxEqF32
+            | VCmpxEqI32
+            | VCmpxEqU32
+            | VCmpxGeI32
+            | VCmpxGeU32
+            | VCmpxGtF32
+            | VCmpxGtI32
+            | VCmpxGtU32
+            | VCmpxLeI32
+            | VCmpxLeU32
+            | VCmpxLtF32
+            | VCmpxLtI32
+            | VCmpxLtU32
+            | VCmpxNeI32
+            | VCmpxNeU32
+            | VCndmaskB32
+            | VCosF32
+            | VCvtF16F32
+            | VCvtF32F16
+            | VCvtF32I32
+            | VCvtF32U32
+            | VCvtF32Ubyte0
+            | VCvtF32Ubyte1
+            | VCvtF32Ubyte2
+            | VCvtF32Ubyte3
+            | VCvtFlrI32F32
+            | VCvtI32F32
+            | VCvtRpiI32F32
+            | VCvtU32F32
+            | VExpF32
+            | VFfbhI32
+            | VFfbhU32
+            | VFfblB32
+            | VFloorF32
+            | VFractF32
+            | VFrexpExpI32F32
+            | VFrexpMantF32
+            | VLogF32
+            | VLshlrevB32
+            | VLshrrevB32
+            | VMaxF32
+            | VMaxI32
+            | VMaxU32
+            | VMinF32
+            | VMinI32
+            | VMinU32
+            | VMovB32
+            | VMulF16
+            | VMulF32
+            | VMulHiI32I24
+            | VMulHiU32U24
+            | VMulI32I24
+            | VMulLegacyF32
+            | VMulU32U24
+            | VNotB32
+            | VOrB32
+            | VRcpF32
+            | VRcpIflagF32
+            | VRndneF32
+            | VRsqF32
+            | VSinF32
+            | VSqrtF32
+            | VSubCoU32
+            | VSubF32
+            | VSubU32
+            | VSubbCoU32
+            | VSubbrevCoU32
+            | VSubrevCoU32
+            | VSubrevF32
+            | VSubrevU32
+            | VTruncF32
+            | VXnorB32
+            | VXorB32
+    )
+}
+
+/// Completes `i`, a VOP1/VOP2/VOPC instruction in the SDWA form, from its second dword `s`:
+/// `src0[7:0], dst_sel[10:8], dst_unused[12:11], clamp[13], omod[15:14]` (VOPC:
+/// `sdst[14:8], sd[15]`), `src0_sel[18:16], src0_sext[19], src0_neg[20], src0_abs[21],
+/// s0[23], src1_sel[26:24], src1_sext[27], src1_neg[28], src1_abs[29], s1[31]`. `None` for a
+/// literal source (SDWA has no room for one).
+fn sdwa(mut i: Inst, enc: Enc, s: u32) -> Option<Inst> {
+    let w = i.word;
+    let code = |field: u32, scalar: bool| if scalar { field as u16 } else { VGPR + field as u16 };
+    i.flags |= flag::SDWA;
+    i.imm2 = s;
+    i.src[0] = code(s & 0xFF, s >> 23 & 1 != 0);
+    if enc != Enc::Vop1 {
+        i.src[1] = code((w >> 9) & 0xFF, s >> 31 & 1 != 0);
+    }
+    if enc == Enc::Vopc {
+        i.sdst = if s >> 15 & 1 != 0 { ((s >> 8) & 0x7F) as u16 } else { VCC_LO };
+    } else {
+        i.dst = ((w >> 17) & 0xFF) as u16;
+        i.omod = ((s >> 14) & 3) as u8;
+        if s >> 13 & 1 != 0 {
+            i.flags |= flag::CLAMP;
+        }
+    }
+    i.neg = ((s >> 20) & 1 | (s >> 27) & 2) as u8;
+    i.abs = ((s >> 21) & 1 | (s >> 28) & 2) as u8;
+    (!i.src[..2].contains(&LITERAL)).then_some(i)
+}
+
 fn sext(v: u32, bits: u32) -> i32 {
     let s = 32 - bits;
     ((v << s) as i32) >> s
@@ -138,8 +291,8 @@ fn sext(v: u32, bits: u32) -> i32 {
 ///
 /// # Errors
 /// [`Undecodable`] for a dword that has no gfx9 encoding, an opcode no target knows, an
-/// operation this target lacks, or a form the interpreter does not run (SDWA, DPP, MTBUF,
-/// MIMG, EXP, VINTRP).
+/// operation this target lacks, or a form the interpreter does not run (DPP, MTBUF, MIMG,
+/// EXP, VINTRP).
 pub fn decode(t: Target, words: &[u32]) -> Result<Inst, Undecodable> {
     let w = words.first().copied().unwrap_or(0);
     let (enc, opcode) = encoding(w);
@@ -226,14 +379,16 @@ pub fn decode(t: Target, words: &[u32]) -> Result<Inst, Undecodable> {
         }
         Enc::Vop2 | Enc::Vop1 | Enc::Vopc => {
             let src0 = (w & 0x1FF) as u16;
-            match src0 {
-                249 => {
-                    return Err(bad(Some(op), "the SDWA form is not executed by the interpreter"));
+            if src0 == 250 {
+                return Err(bad(Some(op), "the DPP form is not executed by the interpreter"));
+            }
+            if src0 == 249 {
+                if !has_sdwa(op) {
+                    return Err(bad(Some(op), "the operation has no SDWA form"));
                 }
-                250 => {
-                    return Err(bad(Some(op), "the DPP form is not executed by the interpreter"));
-                }
-                _ => {}
+                let s = second(&mut i)?;
+                return sdwa(i, enc, s)
+                    .ok_or(bad(Some(op), "a literal constant is not allowed in SDWA"));
             }
             i.src[0] = src0;
             match enc {
@@ -244,7 +399,7 @@ pub fn decode(t: Target, words: &[u32]) -> Result<Inst, Undecodable> {
                 Enc::Vop1 => i.dst = ((w >> 17) & 0xFF) as u16,
                 _ => {
                     i.src[1] = VGPR + ((w >> 9) & 0xFF) as u16;
-                    i.sdst = super::inst::VCC_LO;
+                    i.sdst = VCC_LO;
                 }
             }
             let k = matches!(op, Op::VMadmkF32 | Op::VMadakF32 | Op::VFmamkF32 | Op::VFmaakF32);

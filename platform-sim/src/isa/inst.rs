@@ -122,6 +122,8 @@ pub mod flag {
     pub const SDST: u16 = 1 << 11;
     /// Memory: SC1 (gfx90a SCC).
     pub const SC1: u16 = 1 << 12;
+    /// VOP1/VOP2/VOPC: the SDWA form (sub-dword selects in [`super::Inst::imm2`]).
+    pub const SDWA: u16 = 1 << 13;
 }
 
 /// A decoded instruction. Operand fields hold the hardware's operand codes: a 9-bit source
@@ -142,11 +144,11 @@ pub struct Inst {
     /// Sources. Scalar: codes. Vector: codes. Memory: address register, data register,
     /// scalar base/offset (see each executor).
     pub src: [u16; 3],
-    /// VOP3 `abs` bits (one per source); VOP3P `neg_hi`.
+    /// VOP3/SDWA `abs` bits (one per source); VOP3P `neg_hi`.
     pub abs: u8,
-    /// VOP3/VOP3P `neg` bits (one per source).
+    /// VOP3/VOP3P/SDWA `neg` bits (one per source).
     pub neg: u8,
-    /// VOP3 output modifier (0 none, 1 ×2, 2 ×4, 3 ÷2); VOP3P `op_sel_hi`.
+    /// VOP3/SDWA output modifier (0 none, 1 ×2, 2 ×4, 3 ÷2); VOP3P `op_sel_hi`.
     pub omod: u8,
     /// VOP3/VOP3P `op_sel`.
     pub op_sel: u8,
@@ -157,7 +159,7 @@ pub struct Inst {
     /// SOPP/SOPK `simm16` (sign-extended), memory instruction offset (sign-extended), DS
     /// `offset0`.
     pub imm: i32,
-    /// DS `offset1`; SMEM SGPR offset code.
+    /// DS `offset1`; SMEM SGPR offset code; the SDWA dword (its selects are read from it).
     pub imm2: u32,
     /// The first instruction dword (for messages).
     pub word: u32,

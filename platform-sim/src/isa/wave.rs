@@ -130,7 +130,13 @@ pub struct Wave {
     pub apertures: Apertures,
     /// Instructions executed so far.
     pub executed: u64,
+    /// Sources of an SDWA instruction after their sub-dword selection, read as the VGPRs
+    /// past the file ([`SDWA_TEMP`]).
+    pub sdwa: [[u32; LANES]; 2],
 }
+
+/// The register number the first [`Wave::sdwa`] source reads as (the second is one up).
+pub const SDWA_TEMP: usize = MAX_VGPRS;
 
 impl Wave {
     /// A wave with `vgprs` VGPRs and `agprs` AGPRs, all registers zero.
@@ -146,6 +152,7 @@ impl Wave {
             state: WaveState::Running,
             apertures,
             executed: 0,
+            sdwa: [[0; LANES]; 2],
         }
     }
 
@@ -278,7 +285,8 @@ impl Wave {
     }
 
     /// VGPR `n` (a register number, not an operand code). A register past the wave's
-    /// allocation (the hardware does not check) reads zero until written.
+    /// allocation (the hardware does not check) reads zero until written; the numbers from
+    /// [`SDWA_TEMP`] read the selected SDWA sources.
     ///
     /// # Errors
     /// A register fault when `n` is past the largest register file.
@@ -287,7 +295,10 @@ impl Wave {
         match self.v.get(n) {
             Some(r) => Ok(r),
             None if n < MAX_VGPRS => Ok(&ZERO_LANES),
-            None => Err(WaveFault::register(i, 'v', n, MAX_VGPRS)),
+            None => self
+                .sdwa
+                .get(n - SDWA_TEMP)
+                .ok_or_else(|| WaveFault::register(i, 'v', n, MAX_VGPRS)),
         }
     }
 

@@ -5,6 +5,7 @@
 mod ds;
 mod hwreg;
 mod salu;
+mod sdwa;
 mod smem;
 mod sopp;
 mod vcmp;
@@ -15,7 +16,7 @@ mod vmisc;
 
 use super::Target;
 use super::fault::WaveFault;
-use super::inst::{Enc, Inst};
+use super::inst::{Enc, Inst, flag};
 use super::limits::{GWS_RESOURCES, MAX_PENDING_INTERRUPTS};
 use super::memory::WaveMemory;
 use super::wave::Wave;
@@ -83,6 +84,7 @@ pub fn execute<M: WaveMemory>(w: &mut Wave, i: &Inst, cx: &mut Cx<'_, M>) -> Res
         Enc::Sopk => salu::sopk(w, i, cx),
         Enc::Sopp => sopp::sopp(w, i, cx),
         Enc::Smem => smem::smem(w, i, cx),
+        Enc::Vop1 | Enc::Vop2 | Enc::Vopc if i.has(flag::SDWA) => sdwa::sdwa(w, i),
         Enc::Vop1 | Enc::Vop2 | Enc::Vop3 | Enc::Vop3p => vector(w, i),
         Enc::Vopc => vcmp::vopc(w, i),
         Enc::Ds => ds::ds(w, i, cx),

@@ -93,7 +93,7 @@ fn ftz(w: &Wave) -> bool {
 }
 
 fn omod(i: &Inst) -> u8 {
-    if i.enc == Enc::Vop3 { i.omod } else { 0 }
+    if i.enc == Enc::Vop3 || i.has(flag::SDWA) { i.omod } else { 0 }
 }
 
 fn f1(w: &mut Wave, i: &Inst, f: impl Fn(f32) -> f32) -> R {

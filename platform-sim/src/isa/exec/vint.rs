@@ -31,8 +31,19 @@ fn map1(w: &mut Wave, i: &Inst, f: impl Fn(u32) -> u32) -> R {
     out32(w, i, &d)
 }
 
+/// Refuses the `clamp` bit on an integer operation: saturating integer arithmetic is not
+/// modelled, and wrapping instead would compute a wrong result silently.
+#[inline]
+fn no_clamp(i: &Inst) -> R {
+    if i.has(flag::CLAMP) {
+        return Err(WaveFault::illegal(i, "integer clamping (saturation) is not modelled"));
+    }
+    Ok(())
+}
+
 #[inline]
 fn map2(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32) -> u32) -> R {
+    no_clamp(i)?;
     let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l), b.at(l)));
     out32(w, i, &d)
@@ -40,6 +51,7 @@ fn map2(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32) -> u32) -> R {
 
 #[inline]
 fn map3(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) -> R {
+    no_clamp(i)?;
     let (a, b, c) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?, w.src(i, i.src[2])?);
     let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l), b.at(l), c.at(l)));
     out32(w, i, &d)
@@ -57,6 +69,7 @@ fn carry_in(w: &Wave, i: &Inst) -> Result<u64, WaveFault> {
 
 /// Add/subtract with carry: `f(a, b, carry_in) -> (result, carry_out)` per lane.
 fn carry_op(w: &mut Wave, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) -> R {
+    no_clamp(i)?;
     let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let c = if cin { carry_in(w, i)? } else { 0 };
     let exec = w.exec();
@@ -242,6 +255,7 @@ fn shift64(w: &mut Wave, i: &Inst, f: impl Fn(u32, u64) -> u64) -> R {
 }
 
 fn mad64(w: &mut Wave, i: &Inst) -> R {
+    no_clamp(i)?;
     let signed = i.op == Op::VMadI64I32;
     let a = w.lanes(i, i.src[0])?;
     let b = w.lanes(i, i.src[1])?;

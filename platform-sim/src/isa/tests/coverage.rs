@@ -8,17 +8,26 @@ use super::super::decode::{decode, lookup};
 use super::super::inst::Enc;
 use super::super::{FaultKind, Op, Target};
 use super::harness::{Case, World, targets};
-use super::{ds, salu, smem, sopp, valu, vcmp, vmem};
+use super::{ds, salu, sdwa, smem, sopp, valu, vcmp, vmem};
 
 /// Operations the interpreter refuses (an illegal-instruction fault naming them): f16
 /// arithmetic, GDS/LDS-direct and debugger-only forms clang does not emit for compute.
 pub(crate) const REFUSED: &[Op] = &[Op::VAddF16, Op::VMulF16, Op::DsGwsBarrier];
 
 fn all_cases() -> Vec<&'static Case> {
-    [salu::CASES, sopp::CASES, smem::CASES, valu::CASES, vcmp::CASES, vmem::CASES, ds::CASES]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        salu::CASES,
+        sopp::CASES,
+        smem::CASES,
+        valu::CASES,
+        sdwa::CASES,
+        vcmp::CASES,
+        vmem::CASES,
+        ds::CASES,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The operations the cases execute.

@@ -11,15 +11,28 @@ fn refused(t: Target, words: &[u32]) -> Undecodable {
 }
 
 #[test]
-fn sdwa_and_dpp_forms_are_refused_naming_the_operation() {
-    // v_add_f32_sdwa v1, v2, v3 dst_sel:WORD_1
-    let u = refused(Target::Gfx90a, &[0x0202_06F9, 0x0606_1502]);
-    assert_eq!((u.enc, u.op), (Some(Enc::Vop2), Some(Op::VAddF32)));
-    assert!(u.to_string().contains("SDWA") && u.to_string().contains("v_add_f32"), "{u}");
+fn dpp_and_impossible_sdwa_forms_are_refused_naming_the_operation() {
     // v_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2]
     let u = refused(Target::Gfx90a, &[0x7E02_02FA, 0xFF00_B102]);
     assert_eq!((u.enc, u.op), (Some(Enc::Vop1), Some(Op::VMovB32)));
     assert!(u.to_string().contains("DPP"), "{u}");
+    // v_cvt_f64_i32 v[2:3], v2 (VOP1 opcode 4) with the SDWA marker: it has no SDWA form.
+    let u = refused(Target::Gfx90a, &[0x7E04_08F9, 0x0006_0602]);
+    assert_eq!((u.enc, u.op), (Some(Enc::Vop1), Some(Op::VCvtF64I32)));
+    assert!(u.to_string().contains("no SDWA form"), "{u}");
+    // v_or_b32_sdwa v0, <literal>, v0: SDWA has no literal.
+    let u = refused(Target::Gfx90a, &[0x2800_00F9, 0x0680_06FF]);
+    assert!(u.to_string().contains("literal"), "{u}");
+}
+
+#[test]
+fn a_reserved_sdwa_select_is_an_illegal_instruction() {
+    // v_or_b32_sdwa v0, v1, v2 with dst_unused 3 (reserved), then src0_sel 7 (reserved).
+    for second in [0x0606_1E01, 0x0607_0601] {
+        let mut world = World::new(&[0x2800_04F9, second, 0]);
+        let f = world.run(Target::Gfx90a, 4).expect_err("reserved");
+        assert!(matches!(f.kind, FaultKind::Illegal { op: Op::VOrB32, .. }), "{f}");
+    }
 }
 
 #[test]

@@ -8,6 +8,7 @@ pub(crate) mod ds;
 mod e2e;
 pub(crate) mod harness;
 pub(crate) mod salu;
+pub(crate) mod sdwa;
 pub(crate) mod smem;
 pub(crate) mod sopp;
 pub(crate) mod valu;
