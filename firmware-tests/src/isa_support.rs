@@ -1,108 +1,159 @@
-//! Helpers for the ISA scenarios: loading the interpreter's test kernels (clang-19 code
-//! objects committed under `platform-sim/src/isa/tests/kernels/`) into GPU-visible memory,
-//! laying out their kernel arguments, and building PM4 packets.
+//! Helpers for the ISA scenarios: loading the project's code objects (`hsakmt-kernels`,
+//! parsed and relocated by `hsakmt_core::code_object`) into GPU-visible memory, an AQL queue
+//! with scratch that runs their kernels, and building PM4 packets.
 
-use std::collections::HashMap;
+use std::time::Duration;
 
+use hsakmt_core::code_object::kernarg::{ArgValue, Dispatch, write_kernargs};
+use hsakmt_core::code_object::{CodeObject, Kernel};
 use hsakmt_core::device::Kfd;
-use hsakmt_core::platform::SharedMemory;
-use hsakmt_sim::SimPlatform;
+use hsakmt_core::device::queue::{AqlQueue, QueueDesc, QueueInfo, QueueType};
+use hsakmt_core::platform::{SharedMemory, SysfsFile};
+use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
+use hsakmt_sim::{CpMode, Profile, QueueFault, SimMapping, SimPlatform};
 
-use crate::queue_support::{Buf, host_buffer};
+use crate::queue_support::{Buf, Signals, host_buffer, wait_until};
 
-/// The test kernels' code object for `gfx` (`"gfx900"`, `"gfx90a"`, `"gfx942"`).
+/// Each gfx9 profile with the target its GPUs run.
+pub const TARGETS: [(&str, &str); 3] = [
+    ("mi25-vega10-rocm18", "gfx900"),
+    ("mi210-8gpu-2hive", "gfx90a"),
+    ("mi308x-8gpu-cpx", "gfx942"),
+];
+
+/// An open device over the simulator with `profile` (one of [`TARGETS`]).
 ///
 /// # Panics
-/// For another target.
+/// When the profile is unknown or the device does not open.
 #[must_use]
-pub fn test_kernels(gfx: &str) -> &'static [u8] {
-    match gfx {
-        "gfx900" => include_bytes!("../../platform-sim/src/isa/tests/kernels/kernels-gfx900.co"),
-        "gfx90a" => include_bytes!("../../platform-sim/src/isa/tests/kernels/kernels-gfx90a.co"),
-        "gfx942" => include_bytes!("../../platform-sim/src/isa/tests/kernels/kernels-gfx942.co"),
-        _ => panic!("no test kernels for {gfx}"),
+pub fn open(profile: &str, mode: CpMode) -> Box<Kfd<SimPlatform>> {
+    let mut p = Profile::embedded(profile).expect("embedded profile");
+    if profile == "mi210-8gpu-2hive" {
+        // The MI210 capture lacks the `gpu_id` files; give its GPU nodes 2..=9 ids.
+        for node in 2..=9u32 {
+            p.set_file(SysfsFile::GpuId(node), format!("{}\n", 40000 + node).as_bytes());
+        }
     }
+    let kfd = Box::new(Kfd::new(SimPlatform::builder().profile(p).cp_mode(mode).build()));
+    kfd.open().expect("open");
+    kfd
 }
 
-fn le(b: &[u8], at: usize, n: usize) -> u64 {
-    let mut x = [0u8; 8];
-    x[..n].copy_from_slice(&b[at..at + n]);
-    u64::from_le_bytes(x)
-}
-
-/// A code object loaded into GPU-visible memory: the buffer and its kernel descriptors by
-/// kernel name (the `name.kd` symbols of `.dynsym`).
-pub struct Loaded {
-    /// The memory holding the image.
+/// A code object loaded into a GPU-visible host buffer at the buffer's address.
+pub struct Loaded<'a> {
+    /// The parsed object.
+    pub object: CodeObject<'a>,
+    /// The memory holding the relocated image.
     pub image: Buf,
-    /// Kernel descriptor addresses by kernel name.
-    pub kernels: HashMap<String, u64>,
 }
 
-/// Loads the `PT_LOAD` segments of the ELF64 code object `elf` (no relocations: the test
-/// kernels have none) into a new host buffer mapped on the GPUs.
-///
-/// # Panics
-/// On a malformed object.
-#[must_use]
-pub fn load_code_object(kfd: &Kfd<SimPlatform>, elf: &[u8]) -> Loaded {
-    let (phoff, phnum) = (le(elf, 0x20, 8) as usize, le(elf, 0x38, 2) as usize);
-    let mut image = Vec::new();
-    for k in 0..phnum {
-        let p = phoff + 56 * k;
-        if le(elf, p, 4) != 1 {
-            continue;
-        }
-        let (off, vaddr) = (le(elf, p + 8, 8) as usize, le(elf, p + 16, 8) as usize);
-        let (filesz, memsz) = (le(elf, p + 32, 8) as usize, le(elf, p + 40, 8) as usize);
-        if image.len() < vaddr + memsz {
-            image.resize(vaddr + memsz, 0);
-        }
-        image[vaddr..vaddr + filesz].copy_from_slice(&elf[off..off + filesz]);
+impl<'a> Loaded<'a> {
+    /// Parses `bytes` and loads the image (segments and relocations) into a new host buffer.
+    ///
+    /// # Panics
+    /// On a malformed object.
+    #[must_use]
+    pub fn new(kfd: &Kfd<SimPlatform>, bytes: &'a [u8]) -> Self {
+        let object = CodeObject::parse(bytes).expect("a valid code object");
+        let mut image = vec![0u8; object.image_size() as usize];
+        let buf = host_buffer(kfd, image.len() as u64);
+        object.load_into(&mut image, buf.addr()).expect("loaded");
+        buf.write(0, &image).expect("image fits");
+        Loaded { object, image: buf }
     }
-    let buf = host_buffer(kfd, image.len() as u64);
-    buf.write(0, &image).expect("image fits");
-    let (shoff, shnum) = (le(elf, 0x28, 8) as usize, le(elf, 0x3C, 2) as usize);
-    let sh = |k: usize| shoff + 64 * k;
-    let mut kernels = HashMap::new();
-    for k in (0..shnum).filter(|k| le(elf, sh(*k) + 4, 4) == 11) {
-        let (off, size) = (le(elf, sh(k) + 0x18, 8) as usize, le(elf, sh(k) + 0x20, 8) as usize);
-        let stroff = le(elf, sh(le(elf, sh(k) + 0x28, 4) as usize) + 0x18, 8) as usize;
-        for s in (off..off + size).step_by(24) {
-            let at = stroff + le(elf, s, 4) as usize;
-            let end = elf[at..].iter().position(|b| *b == 0).unwrap_or(0);
-            let name = String::from_utf8_lossy(&elf[at..at + end]).to_string();
-            if let Some(kernel) = name.strip_suffix(".kd") {
-                kernels.insert(kernel.to_string(), buf.addr() + le(elf, s + 8, 8));
-            }
-        }
+
+    /// Kernel `name` and its kernel object (descriptor address).
+    ///
+    /// # Panics
+    /// When the object has no such kernel.
+    #[must_use]
+    pub fn kernel(&self, name: &str) -> (Kernel<'a>, u64) {
+        let k = self.object.kernel(name).expect("the kernel");
+        let at = k.descriptor_address(self.image.addr()).expect("address");
+        (k, at)
     }
-    Loaded { image: buf, kernels }
 }
 
-/// Kernel arguments of code object v5: `explicit` (already laid out), then the hidden
-/// block counts, group sizes, remainders and grid dimensions for `grid` and `wg`.
-#[must_use]
-pub fn kernargs_v5(explicit: &[u8], grid: [u32; 3], wg: [u32; 3]) -> Vec<u8> {
-    let mut ka = explicit.to_vec();
-    ka.resize(ka.len().next_multiple_of(8), 0);
-    let h = ka.len();
-    ka.resize(h + 256, 0);
-    for d in 0..3 {
-        ka[h + 4 * d..h + 4 * d + 4].copy_from_slice(&grid[d].div_ceil(wg[d]).to_le_bytes());
-        ka[h + 12 + 2 * d..h + 14 + 2 * d].copy_from_slice(&(wg[d] as u16).to_le_bytes());
-        ka[h + 18 + 2 * d..h + 20 + 2 * d]
-            .copy_from_slice(&((grid[d] % wg[d]) as u16).to_le_bytes());
+/// Bytes of scratch per lane the test queues provide (ROCr sizes this per dispatch; tests
+/// use one size that fits every kernel here).
+pub const SCRATCH_LANE_BYTES: u32 = 1024;
+/// Waves that hold scratch at once on a test queue.
+pub const SCRATCH_WAVES: u32 = 32;
+
+/// An AQL queue on a GPU node with its scratch backing set up in the `amd_queue_t` (as
+/// ROCr does before dispatching a kernel with private memory), a completion signal and a
+/// kernel-argument buffer.
+pub struct IsaQueue {
+    /// The queue.
+    pub info: QueueInfo,
+    /// Its producer.
+    pub queue: AqlQueue<SimMapping>,
+    signals: Signals,
+    args: Buf,
+    _scratch: Buf,
+}
+
+impl IsaQueue {
+    /// A queue on GPU node `node`.
+    ///
+    /// # Panics
+    /// When the facade refuses.
+    #[must_use]
+    pub fn new(kfd: &Kfd<SimPlatform>, node: u32) -> Self {
+        let info =
+            kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).expect("queue");
+        let queue = kfd.aql_queue(info.handle).expect("AQL queue");
+        let wave_bytes = u64::from(SCRATCH_LANE_BYTES) * 64;
+        let scratch = host_buffer(kfd, wave_bytes * u64::from(SCRATCH_WAVES));
+        let amd_queue = &queue.producer().cells().memory().indices;
+        amd_queue.write(140, &SCRATCH_WAVES.to_le_bytes()).expect("tmpring");
+        amd_queue.write(160, &scratch.addr().to_le_bytes()).expect("scratch base");
+        amd_queue.write(168, &(wave_bytes * u64::from(SCRATCH_WAVES)).to_le_bytes()).expect("size");
+        amd_queue.write(176, &SCRATCH_LANE_BYTES.to_le_bytes()).expect("lane size");
+        IsaQueue {
+            info,
+            queue,
+            signals: Signals::new(kfd, 1, 0),
+            args: host_buffer(kfd, 4096),
+            _scratch: scratch,
+        }
     }
-    let dims: u16 = if grid[2] > 1 {
-        3
-    } else if grid[1] > 1 {
-        2
-    } else {
-        1
-    };
-    ka[h + 64..h + 66].copy_from_slice(&dims.to_le_bytes());
-    ka
+
+    /// Dispatches `kernel` (at kernel object `object`) over `dispatch` with the explicit
+    /// arguments `args` and waits for it; the queue's fault if it raised one.
+    ///
+    /// # Panics
+    /// When the arguments do not fit the kernel, or after `timeout`.
+    pub fn run(
+        &self,
+        kfd: &Kfd<SimPlatform>,
+        (kernel, object): (Kernel<'_>, u64),
+        args: &[ArgValue<'_>],
+        dispatch: &Dispatch,
+        timeout: Duration,
+    ) -> Result<(), QueueFault> {
+        let sim = kfd.platform();
+        let mut buf = [0u8; 4096];
+        write_kernargs(&kernel.metadata, &mut buf, args, dispatch).expect("kernel arguments");
+        self.args.write(0, &buf).expect("fits");
+        self.signals.get(0).store_relaxed(1);
+        let packet = KernelDispatch {
+            dimensions: dispatch.dimensions,
+            workgroup_size: dispatch.workgroup_size,
+            grid_size: dispatch.grid_size,
+            private_segment_size: kernel.metadata.private_segment_fixed_size,
+            group_segment_size: kernel.metadata.group_segment_fixed_size,
+            kernarg_address: self.args.addr(),
+            completion_signal: self.signals.handle(0),
+            ..KernelDispatch::linear(object, 1, 1)
+        };
+        self.queue.submit(&AqlPacket::KernelDispatch(packet).to_words().expect("packet"), || {});
+        let id = self.info.queue_id;
+        wait_until(sim, timeout, "the dispatch", || {
+            self.signals.get(0).load_acquire() == 0 || sim.queue_fault(id).is_some()
+        });
+        sim.queue_fault(id).map_or(Ok(()), Err)
+    }
 }
 
 /// A PM4 type-3 header for `opcode` with `body` dwords after it.

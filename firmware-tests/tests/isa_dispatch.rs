@@ -10,43 +10,24 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use firmware_tests::isa_support::{
-    kernargs_v5, kfdtest_dispatch, load_code_object, pm4_header, test_kernels, write_data,
+    IsaQueue, Loaded, TARGETS, kfdtest_dispatch, open, pm4_header, write_data,
 };
 use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, wait_until};
 use firmware_tests::with_big_stack;
+use hsakmt_core::code_object::kernarg::{ArgValue, Dispatch as CoDispatch, write_kernargs};
 use hsakmt_core::device::Kfd;
 use hsakmt_core::device::queue::{QueueDesc, QueueType};
 use hsakmt_core::platform::SharedMemory;
-use hsakmt_core::platform::SysfsFile;
 use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
 use hsakmt_core::uapi::{
     EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_MEMORY_VIOLATION, EC_QUEUE_WAVE_TRAP,
 };
+use hsakmt_kernels::{KernelSet, control, find};
 use hsakmt_sim::{
-    CpMode, PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, Profile, SimPlatform,
+    CpMode, PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, SimPlatform,
 };
 
 const T: Duration = Duration::from_secs(30);
-
-/// Each profile with the target its GPUs run.
-const TARGETS: [(&str, &str); 3] = [
-    ("mi25-vega10-rocm18", "gfx900"),
-    ("mi210-8gpu-2hive", "gfx90a"),
-    ("mi308x-8gpu-cpx", "gfx942"),
-];
-
-fn open(profile: &str, mode: CpMode) -> Box<Kfd<SimPlatform>> {
-    let mut p = Profile::embedded(profile).expect("embedded profile");
-    if profile == "mi210-8gpu-2hive" {
-        // The MI210 capture lacks the `gpu_id` files; give its GPU nodes 2..=9 ids.
-        for node in 2..=9u32 {
-            p.set_file(SysfsFile::GpuId(node), format!("{}\n", 40000 + node).as_bytes());
-        }
-    }
-    let kfd = Box::new(Kfd::new(SimPlatform::builder().profile(p).cp_mode(mode).build()));
-    kfd.open().expect("open");
-    kfd
-}
 
 /// copy dword (gfx900).
 const COPY_DWORD_GFX900: &[u32] = &[
@@ -105,35 +86,28 @@ fn by_target<'a>(gfx: &str, g900: &'a [u32], g90a: &'a [u32], g942: &'a [u32]) -
 
 fn compute(profile: &str, gfx: &str, mode: CpMode) {
     let kfd = open(profile, mode);
-    let sim = kfd.platform();
     let node = gpu_nodes(&kfd)[0];
-    let code = load_code_object(&kfd, test_kernels(gfx));
+    let code = Loaded::new(&kfd, find(KernelSet::Control, gfx).expect("object").bytes);
     let n = 5000u32;
     let (input, output) =
         (host_buffer(&kfd, 4 * u64::from(n)), host_buffer(&kfd, 4 * u64::from(n)));
     for i in 0..n as usize {
         input.u32s()[i].store((i as u32).wrapping_mul(2_654_435_761), Ordering::Relaxed);
     }
-    let mut explicit = Vec::new();
-    explicit.extend(input.addr().to_le_bytes());
-    explicit.extend(output.addr().to_le_bytes());
-    explicit.extend(9u32.to_le_bytes());
-    explicit.extend(n.to_le_bytes());
-    let args = host_buffer(&kfd, 4096);
-    args.write(0, &kernargs_v5(&explicit, [n, 1, 1], [256, 1, 1])).expect("fits");
-    let signals = Signals::new(&kfd, 1, 1);
-    let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).expect("queue");
-    let q = kfd.aql_queue(info.handle).expect("AQL queue");
-    let mut k = KernelDispatch::linear(code.kernels["compute"], n, 256);
-    k.kernarg_address = args.addr();
-    k.completion_signal = signals.handle(0);
-    q.submit(&AqlPacket::KernelDispatch(k).to_words().expect("packet"), || {});
-    wait_until(sim, T, "the dispatch", || signals.get(0).load_acquire() == 0);
-    assert_eq!(sim.queue_fault(info.queue_id), None);
+    let q = IsaQueue::new(&kfd, node);
+    let args = [
+        ArgValue::Pointer(input.addr()),
+        ArgValue::Pointer(output.addr()),
+        ArgValue::U64(u64::from(n)),
+        ArgValue::U64(9),
+    ];
+    q.run(&kfd, code.kernel(control::STEP), &args, &CoDispatch::linear(n, 256), T)
+        .expect("no fault");
     for i in 0..n as usize {
         let want = (i as u32).wrapping_mul(2_654_435_761).wrapping_mul(3).wrapping_add(9);
         assert_eq!(output.u32s()[i].load(Ordering::Relaxed), want, "{gfx} [{i}]");
     }
+    let info = q.info;
     drop(q);
     kfd.destroy_queue(info.handle).expect("destroy");
 }
@@ -475,7 +449,8 @@ fn throughput_of_the_compute_kernel() {
             let kfd = open(profile, CpMode::Step);
             let sim = kfd.platform();
             let node = gpu_nodes(&kfd)[0];
-            let code = load_code_object(&kfd, test_kernels(gfx));
+            let code = Loaded::new(&kfd, find(KernelSet::Control, gfx).expect("object").bytes);
+            let (kernel, object) = code.kernel(control::STEP);
             let n = 1u32 << 22;
             let (input, output) =
                 (host_buffer(&kfd, 4 * u64::from(n)), host_buffer(&kfd, 4 * u64::from(n)));
@@ -485,19 +460,28 @@ fn throughput_of_the_compute_kernel() {
             for w in output.u32s() {
                 w.store(1, Ordering::Relaxed);
             }
-            let mut explicit = Vec::new();
-            explicit.extend(input.addr().to_le_bytes());
-            explicit.extend(output.addr().to_le_bytes());
-            explicit.extend(9u32.to_le_bytes());
-            explicit.extend(n.to_le_bytes());
+            let args_values = [
+                ArgValue::Pointer(input.addr()),
+                ArgValue::Pointer(output.addr()),
+                ArgValue::U64(u64::from(n)),
+                ArgValue::U64(9),
+            ];
+            let mut kernargs = [0u8; 4096];
+            write_kernargs(
+                &kernel.metadata,
+                &mut kernargs,
+                &args_values,
+                &CoDispatch::linear(n, 256),
+            )
+            .expect("kernel arguments");
             let args = host_buffer(&kfd, 4096);
-            args.write(0, &kernargs_v5(&explicit, [n, 1, 1], [256, 1, 1])).expect("fits");
+            args.write(0, &kernargs).expect("fits");
             let signals = Signals::new(&kfd, 1, 1);
             let info = kfd
                 .create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096))
                 .expect("queue");
             let q = kfd.aql_queue(info.handle).expect("AQL queue");
-            let mut k = KernelDispatch::linear(code.kernels["compute"], n, 256);
+            let mut k = KernelDispatch::linear(object, n, 256);
             k.kernarg_address = args.addr();
             k.completion_signal = signals.handle(0);
             let (start, cpu, before) = (Instant::now(), thread_cpu_ns(), sim.isa_count());

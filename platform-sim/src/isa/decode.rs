@@ -250,6 +250,17 @@ fn has_sdwa(op: Op) -> bool {
             | VTruncF32
             | VXnorB32
             | VXorB32
+            | VAddU16
+            | VSubU16
+            | VSubrevU16
+            | VMulLoU16
+            | VLshlrevB16
+            | VLshrrevB16
+            | VAshrrevI16
+            | VMaxU16
+            | VMaxI16
+            | VMinU16
+            | VMinI16
     )
 }
 

@@ -57,6 +57,16 @@ fn map3(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) -> R {
     out32(w, i, &d)
 }
 
+/// A 16-bit operation on the low halves of two sources. On gfx9 the result's high half is
+/// zeroed (these operations do not preserve it, and the VOP3 form has no `op_sel` for them).
+#[inline]
+fn map16(w: &mut Wave, i: &Inst, f: impl Fn(u16, u16) -> u16) -> R {
+    if i.op_sel != 0 {
+        return Err(WaveFault::illegal(i, "op_sel on a 16-bit VOP2 operation"));
+    }
+    map2(w, i, |a, b| u32::from(f(a as u16, b as u16)))
+}
+
 /// The scalar destination of a carry-out: VCC in the 32-bit forms, `sdst` in VOP3B.
 fn carry_dst(i: &Inst) -> u16 {
     if i.has(flag::SDST) { i.sdst } else { VCC_LO }
@@ -209,6 +219,17 @@ pub(super) fn vint(w: &mut Wave, i: &Inst) -> Option<R> {
             (b.wrapping_sub(a).wrapping_sub(c), u64::from(a) + u64::from(c) > u64::from(b))
         }),
         Op::VAddI32 => map2(w, i, u32::wrapping_add),
+        Op::VAddU16 => map16(w, i, |a, b| a.wrapping_add(b)),
+        Op::VSubU16 => map16(w, i, |a, b| a.wrapping_sub(b)),
+        Op::VSubrevU16 => map16(w, i, |a, b| b.wrapping_sub(a)),
+        Op::VMulLoU16 => map16(w, i, |a, b| a.wrapping_mul(b)),
+        Op::VLshlrevB16 => map16(w, i, |a, b| b << (a & 15)),
+        Op::VLshrrevB16 => map16(w, i, |a, b| b >> (a & 15)),
+        Op::VAshrrevI16 => map16(w, i, |a, b| ((b as i16) >> (a & 15)) as u16),
+        Op::VMaxU16 => map16(w, i, u16::max),
+        Op::VMaxI16 => map16(w, i, |a, b| (a as i16).max(b as i16) as u16),
+        Op::VMinU16 => map16(w, i, u16::min),
+        Op::VMinI16 => map16(w, i, |a, b| (a as i16).min(b as i16) as u16),
         Op::VSubI32 => map2(w, i, u32::wrapping_sub),
         Op::VCndmaskB32 => cndmask(w, i),
         Op::VLshlrevB64 => shift64(w, i, |s, v| v << (s & 63)),
@@ -239,10 +260,20 @@ fn mbcnt(w: &mut Wave, i: &Inst, hi: bool) -> R {
     out32(w, i, &d)
 }
 
+/// `v_cndmask_b32`: the VOP3 (and SDWA) form takes the float source modifiers, applied to
+/// the sign bit as for any f32 operand (`abs` clears it, then `neg` flips it).
 fn cndmask(w: &mut Wave, i: &Inst) -> R {
     let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let m = if i.enc == Enc::Vop3 { w.scalar64(i, i.src[2], Kind64::U)? } else { w.vcc() };
-    let d: [u32; LANES] = std::array::from_fn(|l| if m >> l & 1 != 0 { b.at(l) } else { a.at(l) });
+    let mods = |k: usize| {
+        let clear = if i.abs >> k & 1 != 0 { 0x7FFF_FFFF } else { u32::MAX };
+        let flip = if i.neg >> k & 1 != 0 { 0x8000_0000 } else { 0 };
+        (clear, flip)
+    };
+    let ((ca, fa), (cb, fb)) = (mods(0), mods(1));
+    let d: [u32; LANES] = std::array::from_fn(|l| {
+        if m >> l & 1 != 0 { (b.at(l) & cb) ^ fb } else { (a.at(l) & ca) ^ fa }
+    });
     out32(w, i, &d)
 }
 

@@ -27,6 +27,7 @@ pub(crate) const CASES: &[Case] = &[
     Case { asm: "v_add_co_u32_sdwa v1, vcc, v2, v3 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:WORD_1", targets: 7, words: &[0x320206F9, 0x05050602], init: "v2=0xffff0000 v3=0x20000", expect: "v1=0x10001 vcc=0" },
     Case { asm: "v_cvt_f32_u32_sdwa v1, v2 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_3", targets: 7, words: &[0x7E020CF9, 0x00030602], init: "v2=0x05000000", expect: "v1=f:5" },
     Case { asm: "v_mul_u32_u24_sdwa v1, v2, v3 dst_sel:WORD_1 dst_unused:UNUSED_SEXT src0_sel:BYTE_0 src1_sel:BYTE_0", targets: 7, words: &[0x100206F9, 0x00000D02], init: "v1=0x1234 v2=0x1ff v3=0x281", expect: "v1=0x807f0000" },
+    Case { asm: "v_add_u16_sdwa v1, v2, v3 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:WORD_1 src1_sel:BYTE_0", targets: 7, words: &[0x4C0206F9, 0x00051502], init: "v1=0x1234 v2=0xfffe0000 v3=0x103", expect: "v1=0x11234" },
 ];
 
 #[test]

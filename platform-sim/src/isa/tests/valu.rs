@@ -214,6 +214,21 @@ pub(crate) const CASES: &[Case] = &[
     Case { asm: "v_accvgpr_read_b32 v1, a2", targets: 6, words: &[0xD3D84001, 0x18000102], init: "a2=5", expect: "v1=5" },
     Case { asm: "v_accvgpr_write_b32 a1, v2", targets: 6, words: &[0xD3D94001, 0x18000102], init: "v2=6", expect: "a1=6" },
     Case { asm: "v_accvgpr_write_b32 a1, 7", targets: 6, words: &[0xD3D94001, 0x18000087], init: "", expect: "a1=7" },
+    Case { asm: "v_add_u16 v1, v2, v3", targets: 7, words: &[0x4C020702], init: "v1=0xffffffff v2=0x1234ffff v3=0x56780002", expect: "v1=0x1" },
+    Case { asm: "v_add_u16_e64 v1, v2, s3", targets: 7, words: &[0xD1260001, 0x00000702], init: "v2=0x8000 s3=0x8001", expect: "v1=0x1" },
+    Case { asm: "v_sub_u16 v1, v2, v3", targets: 7, words: &[0x4E020702], init: "v2=0x10001 v3=0x2", expect: "v1=0xffff" },
+    Case { asm: "v_subrev_u16 v1, v2, v3", targets: 7, words: &[0x50020702], init: "v2=0x2 v3=0x10001", expect: "v1=0xffff" },
+    Case { asm: "v_mul_lo_u16 v1, v2, v3", targets: 7, words: &[0x52020702], init: "v2=0x1234 v3=0x10010", expect: "v1=0x2340" },
+    Case { asm: "v_lshlrev_b16 v1, v2, v3", targets: 7, words: &[0x54020702], init: "v2=0x13 v3=0xff81", expect: "v1=0xfc08" },
+    Case { asm: "v_lshlrev_b16_e64 v0, 8, s25", targets: 7, words: &[0xD12A0000, 0x00003288], init: "v0=0xdeadbeef s25=0x123456ab", expect: "v0=0xab00" },
+    Case { asm: "v_lshrrev_b16 v1, v2, v3", targets: 7, words: &[0x56020702], init: "v2=4 v3=0xabcd8000", expect: "v1=0x800" },
+    Case { asm: "v_ashrrev_i16 v1, v2, v3", targets: 7, words: &[0x58020702], init: "v2=4 v3=0xabcd8000", expect: "v1=0xf800" },
+    Case { asm: "v_max_u16 v1, v2, v3", targets: 7, words: &[0x5E020702], init: "v2=0x1ffff v3=0x7fff", expect: "v1=0xffff" },
+    Case { asm: "v_max_i16 v1, v2, v3", targets: 7, words: &[0x60020702], init: "v2=0xffff v3=0x7fff0001", expect: "v1=0x1" },
+    Case { asm: "v_min_u16 v1, v2, v3", targets: 7, words: &[0x62020702], init: "v2=0x1ffff v3=0x7fff", expect: "v1=0x7fff" },
+    Case { asm: "v_min_i16 v1, v2, v3", targets: 7, words: &[0x64020702], init: "v2=0xffff v3=0x7fff0001", expect: "v1=0xffff" },
+    Case { asm: "v_cndmask_b32_e64 v0, |v6|, v1, vcc", targets: 7, words: &[0xD1000100, 0x01AA0306], init: "v6=f:-1 v1=f:-3 vcc=0x2", expect: "v0.0=f:1 v0.1=f:-3" },
+    Case { asm: "v_cndmask_b32_e64 v0, v6, -|v1|, s[4:5]", targets: 7, words: &[0xD1000200, 0x40120306], init: "v6=f:-1 v1=f:3 s[4:5]=0x2", expect: "v0.0=f:-1 v0.1=f:-3" },
 ];
 
 #[test]
