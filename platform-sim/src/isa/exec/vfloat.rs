@@ -200,9 +200,9 @@ fn d_to_32(w: &mut Wave, i: &Inst, f: impl Fn(f64) -> u32) -> R {
     out32(w, i, &d)
 }
 
-/// 32-bit source (integer or f32) to an f64 result.
-fn to_f64(w: &mut Wave, i: &Inst, f: impl Fn(u32) -> f64) -> R {
-    let a = w.lanes(i, i.src[0])?;
+/// 32-bit source (integer, or f32 with its modifiers when `float`) to an f64 result.
+fn to_f64(w: &mut Wave, i: &Inst, float: bool, f: impl Fn(u32) -> f64) -> R {
+    let a = if float { src32(w, i, 0, ftz(w))? } else { w.lanes(i, i.src[0])? };
     let (o, c) = (omod(i), i.has(flag::CLAMP));
     let mut d = [0u64; LANES];
     for l in 0..LANES {
@@ -211,9 +211,17 @@ fn to_f64(w: &mut Wave, i: &Inst, f: impl Fn(u32) -> f64) -> R {
     out64(w, i, &d)
 }
 
-/// Integer source to an f32 result.
-fn int_to_f32(w: &mut Wave, i: &Inst, f: impl Fn(u32) -> f32) -> R {
-    let a = w.lanes(i, i.src[0])?;
+/// Integer source (or an f16 in the low half, with its modifiers applied to bit 15, when
+/// `half`) to an f32 result.
+fn int_to_f32(w: &mut Wave, i: &Inst, half: bool, f: impl Fn(u32) -> f32) -> R {
+    let mut a = w.lanes(i, i.src[0])?;
+    if half && i.abs | i.neg != 0 {
+        let (clear, flip) =
+            (if i.abs & 1 != 0 { !0x8000 } else { u32::MAX }, u32::from(i.neg & 1) << 15);
+        for v in &mut a {
+            *v = (*v & clear) ^ flip;
+        }
+    }
     let (o, c, z) = (omod(i), i.has(flag::CLAMP), ftz(w));
     let mut d = [0u32; LANES];
     for l in 0..LANES {
@@ -631,16 +639,16 @@ pub(super) fn vfloat(w: &mut Wave, i: &Inst) -> Option<R> {
         Op::VCvtRpiI32F32 => to_int(w, i, |a| (a + 0.5).floor() as i32 as u32),
         Op::VCvtFlrI32F32 => to_int(w, i, |a| a.floor() as i32 as u32),
         Op::VCvtF16F32 => to_int(w, i, |a| u32::from(f32_to_f16(a))),
-        Op::VCvtF32I32 => int_to_f32(w, i, |a| a as i32 as f32),
-        Op::VCvtF32U32 => int_to_f32(w, i, |a| a as f32),
-        Op::VCvtF32F16 => int_to_f32(w, i, |a| f16_to_f32(a as u16)),
-        Op::VCvtF32Ubyte0 => int_to_f32(w, i, |a| (a & 0xFF) as f32),
-        Op::VCvtF32Ubyte1 => int_to_f32(w, i, |a| (a >> 8 & 0xFF) as f32),
-        Op::VCvtF32Ubyte2 => int_to_f32(w, i, |a| (a >> 16 & 0xFF) as f32),
-        Op::VCvtF32Ubyte3 => int_to_f32(w, i, |a| (a >> 24) as f32),
-        Op::VCvtF64I32 => to_f64(w, i, |a| f64::from(a as i32)),
-        Op::VCvtF64U32 => to_f64(w, i, f64::from),
-        Op::VCvtF64F32 => to_f64(w, i, |a| f64::from(f32::from_bits(a))),
+        Op::VCvtF32I32 => int_to_f32(w, i, false, |a| a as i32 as f32),
+        Op::VCvtF32U32 => int_to_f32(w, i, false, |a| a as f32),
+        Op::VCvtF32F16 => int_to_f32(w, i, true, |a| f16_to_f32(a as u16)),
+        Op::VCvtF32Ubyte0 => int_to_f32(w, i, false, |a| (a & 0xFF) as f32),
+        Op::VCvtF32Ubyte1 => int_to_f32(w, i, false, |a| (a >> 8 & 0xFF) as f32),
+        Op::VCvtF32Ubyte2 => int_to_f32(w, i, false, |a| (a >> 16 & 0xFF) as f32),
+        Op::VCvtF32Ubyte3 => int_to_f32(w, i, false, |a| (a >> 24) as f32),
+        Op::VCvtF64I32 => to_f64(w, i, false, |a| f64::from(a as i32)),
+        Op::VCvtF64U32 => to_f64(w, i, false, f64::from),
+        Op::VCvtF64F32 => to_f64(w, i, true, |a| f64::from(f32::from_bits(a))),
         Op::VCvtI32F64 => d_to_32(w, i, |a| a as i32 as u32),
         Op::VCvtU32F64 => d_to_32(w, i, |a| a as u32),
         Op::VCvtF32F64 => d_to_32(w, i, |a| (a as f32).to_bits()),

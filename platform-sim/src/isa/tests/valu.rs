@@ -229,6 +229,9 @@ pub(crate) const CASES: &[Case] = &[
     Case { asm: "v_min_i16 v1, v2, v3", targets: 7, words: &[0x64020702], init: "v2=0xffff v3=0x7fff0001", expect: "v1=0xffff" },
     Case { asm: "v_cndmask_b32_e64 v0, |v6|, v1, vcc", targets: 7, words: &[0xD1000100, 0x01AA0306], init: "v6=f:-1 v1=f:-3 vcc=0x2", expect: "v0.0=f:1 v0.1=f:-3" },
     Case { asm: "v_cndmask_b32_e64 v0, v6, -|v1|, s[4:5]", targets: 7, words: &[0xD1000200, 0x40120306], init: "v6=f:-1 v1=f:3 s[4:5]=0x2", expect: "v0.0=f:-1 v0.1=f:-3" },
+    Case { asm: "v_cvt_f64_f32_e64 v[0:1], -|v2|", targets: 7, words: &[0xD1500100, 0x20000102], init: "v2=f:2.5", expect: "v[0:1]=d:-2.5" },
+    Case { asm: "v_cvt_f32_f16_e64 v0, -v2", targets: 7, words: &[0xD14B0000, 0x20000102], init: "v2=0x3c00", expect: "v0=f:-1" },
+    Case { asm: "v_cvt_f32_f16_e64 v0, |v2|", targets: 7, words: &[0xD14B0100, 0x00000102], init: "v2=0xc000", expect: "v0=f:2" },
 ];
 
 #[test]
