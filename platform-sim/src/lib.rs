@@ -7,11 +7,13 @@
 //! User queues run on a simulated command processor: `CREATE_QUEUE` and the other queue ioctls
 //! are checked as amdkfd checks them, a doorbell write wakes the queue's processor, which
 //! executes AQL packets (kernel dispatches of host kernels registered with
-//! [`SimPlatform::register_kernel`], barrier-AND/OR, PM4 indirect buffers), PM4 packets and
-//! SDMA packets (copies, fills, fences, traps, memory polls) on the process's memory, completes
-//! signals and raises events; faults put the queue into error with the kernel's exception code
-//! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
-//! queues only in [`SimPlatform::run_until_idle`], deterministically.
+//! [`SimPlatform::register_kernel`] and of gfx9 machine code — a kernel object that is a kernel
+//! descriptor in GPU memory runs on the ISA interpreter, [`isa`] —, barrier-AND/OR, PM4
+//! indirect buffers), PM4 packets (including kfdtest's `SET_SH_REG` + `DISPATCH_DIRECT`
+//! shaders) and SDMA packets (copies, fills, fences, traps, memory polls) on the process's
+//! memory, completes signals and raises events; faults put the queue into error with the
+//! kernel's exception code ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread;
+//! [`CpMode::Step`] runs queues only in [`SimPlatform::run_until_idle`], deterministically.
 //!
 //! The same command processor also runs the host-CPU driver, [`HostDriver`]: a
 //! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads

@@ -6,8 +6,9 @@
 //! - [`mod@decode`]: machine code to [`Inst`], once per code page ([`icache`]);
 //! - [`wave`]: a wave's registers — SGPRs with VCC, EXEC, M0, FLAT_SCRATCH and TTMP0-15 at
 //!   their operand codes, 64-lane VGPRs and (gfx90a, gfx942) AGPRs, SCC, the hardware registers;
-//! - [`exec`]: scalar and vector ALU, scalar and vector memory, LDS and GWS, program control,
-//!   traps; each vector operation runs over the 64 lanes in a tight loop under EXEC;
+//! - [`exec`]: scalar and vector ALU (with the SDWA sub-dword form of VOP1/VOP2/VOPC), scalar
+//!   and vector memory, LDS and GWS, program control, traps; each vector operation runs over
+//!   the 64 lanes in a tight loop under EXEC;
 //! - [`dispatch`]: work-groups of waves, `s_barrier`, the initial wave state, resumable
 //!   scheduling under an instruction budget;
 //! - [`memory`]: the memory interface ([`WaveMemory`]) with a plain [`TestMemory`];
@@ -17,9 +18,10 @@
 //!   registers, per-queue state.
 //!
 //! What it does not know it refuses by name: an undecodable word, an operation of another
-//! target, SDWA/DPP forms, MTBUF/MIMG/EXP/VINTRP encodings, or an operation the executors do
-//! not implement all end the dispatch with an illegal-instruction [`WaveFault`] naming the
-//! encoding, opcode and mnemonic. Nothing an instruction stream does panics the simulator.
+//! target, the DPP form (and SDWA forms LLVM does not define), MTBUF/MIMG/EXP/VINTRP
+//! encodings, or an operation the executors do not implement all end the dispatch with an
+//! illegal-instruction [`WaveFault`] naming the encoding, opcode and mnemonic. Nothing an
+//! instruction stream does panics the simulator.
 
 pub mod decode;
 pub mod descriptor;
