@@ -80,24 +80,32 @@ impl WaveFault {
 
     /// `i`'s operation is not executed by the interpreter.
     #[must_use]
+    #[cold]
+    #[inline(never)]
     pub fn unsupported(i: &Inst) -> Self {
         Self::new(FaultKind::Unsupported { enc: i.enc, op: i.op })
     }
 
     /// Operand code `code` of `i` names nothing.
     #[must_use]
+    #[cold]
+    #[inline(never)]
     pub fn operand(i: &Inst, code: u16) -> Self {
         Self::new(FaultKind::Operand { op: i.op, code })
     }
 
     /// `i` names register `index` of `file`, which has `have`.
     #[must_use]
+    #[cold]
+    #[inline(never)]
     pub fn register(i: &Inst, file: char, index: usize, have: usize) -> Self {
         Self::new(FaultKind::Register { op: i.op, file, index, have })
     }
 
     /// `i` is used illegally.
     #[must_use]
+    #[cold]
+    #[inline(never)]
     pub fn illegal(i: &Inst, reason: &'static str) -> Self {
         Self::new(FaultKind::Illegal { op: i.op, reason })
     }

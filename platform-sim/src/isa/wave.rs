@@ -222,7 +222,7 @@ impl Wave {
     /// # Errors
     /// An operand fault ([`super::FaultKind::Operand`]) for a code that names nothing (reserved codes, VGPRs where only
     /// scalars are allowed).
-    #[inline]
+    #[inline(never)]
     pub fn scalar(&self, i: &Inst, c: u16) -> Result<u32, WaveFault> {
         Ok(match c {
             0..=127 => self.s[usize::from(c)],
@@ -253,6 +253,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::scalar`].
+    #[inline(never)]
     pub fn scalar64(&self, i: &Inst, c: u16, kind: Kind64) -> Result<u64, WaveFault> {
         Ok(match c {
             0..=126 => self.s64(c),
@@ -306,7 +307,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::vgpr`].
-    #[inline]
+    #[inline(never)]
     pub fn vgpr_mut(&mut self, i: &Inst, n: usize) -> Result<&mut [u32; LANES], WaveFault> {
         grow(&mut self.v, n, MAX_VGPRS).ok_or_else(|| WaveFault::register(i, 'v', n, MAX_VGPRS))
     }
@@ -332,7 +333,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::vgpr`].
-    #[inline]
+    #[inline(never)]
     pub fn reg_mut(
         &mut self,
         i: &Inst,
@@ -359,6 +360,27 @@ impl Wave {
         }
     }
 
+    /// A 32-bit vector source as 64 lanes: the VGPR's, borrowed, or `buf` filled with the
+    /// scalar value. (One loop shape for both kinds of source keeps each operation's code
+    /// small.)
+    ///
+    /// # Errors
+    /// As [`Wave::src`].
+    #[inline(never)]
+    pub fn src_lanes<'a>(
+        &'a self,
+        i: &Inst,
+        c: u16,
+        buf: &'a mut [u32; LANES],
+    ) -> Result<&'a [u32; LANES], WaveFault> {
+        if c >= VGPR {
+            self.vgpr(i, usize::from(c - VGPR))
+        } else {
+            *buf = [self.scalar(i, c)?; LANES];
+            Ok(buf)
+        }
+    }
+
     /// A 64-bit vector source, borrowed.
     ///
     /// # Errors
@@ -378,7 +400,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::scalar`] and [`Wave::vgpr`].
-    #[inline]
+    #[inline(never)]
     pub fn lanes(&self, i: &Inst, c: u16) -> Result<[u32; LANES], WaveFault> {
         if c >= VGPR {
             Ok(*self.vgpr(i, usize::from(c - VGPR))?)
@@ -391,6 +413,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::lanes`].
+    #[inline(never)]
     pub fn lanes64(&self, i: &Inst, c: u16, kind: Kind64) -> Result<[u64; LANES], WaveFault> {
         if c >= VGPR {
             let n = usize::from(c - VGPR);
@@ -409,7 +432,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::vgpr`].
-    #[inline]
+    #[inline(never)]
     pub fn write_lanes(
         &mut self,
         i: &Inst,
@@ -426,6 +449,7 @@ impl Wave {
     ///
     /// # Errors
     /// As [`Wave::vgpr`].
+    #[inline(never)]
     pub fn write_lanes64(
         &mut self,
         i: &Inst,

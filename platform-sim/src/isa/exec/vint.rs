@@ -11,23 +11,23 @@ use super::super::wave::{Kind64, Wave};
 type R = Result<(), WaveFault>;
 
 /// Writes the 32-bit result `d` to the instruction's VGPR destination in the lanes of EXEC.
-#[inline]
+#[inline(never)]
 pub(super) fn out32(w: &mut Wave, i: &Inst, d: &[u32; LANES]) -> R {
     let m = w.exec();
     w.write_lanes(i, usize::from(i.dst), d, m)
 }
 
 /// Writes the 64-bit result `d` to the destination VGPR pair in the lanes of EXEC.
-#[inline]
+#[inline(never)]
 pub(super) fn out64(w: &mut Wave, i: &Inst, d: &[u64; LANES]) -> R {
     let m = w.exec();
     w.write_lanes64(i, usize::from(i.dst), d, m)
 }
 
-#[inline]
 fn map1(w: &mut Wave, i: &Inst, f: impl Fn(u32) -> u32) -> R {
-    let a = w.src(i, i.src[0])?;
-    let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l)));
+    let mut ta = [0; LANES];
+    let a = w.src_lanes(i, i.src[0], &mut ta)?;
+    let d: [u32; LANES] = std::array::from_fn(|l| f(a[l]));
     out32(w, i, &d)
 }
 
@@ -41,30 +41,49 @@ fn no_clamp(i: &Inst) -> R {
     Ok(())
 }
 
-#[inline]
 fn map2(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32) -> u32) -> R {
     no_clamp(i)?;
-    let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
-    let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l), b.at(l)));
+    let (mut ta, mut tb) = ([0; LANES], [0; LANES]);
+    let a = w.src_lanes(i, i.src[0], &mut ta)?;
+    let b = w.src_lanes(i, i.src[1], &mut tb)?;
+    let d: [u32; LANES] = std::array::from_fn(|l| f(a[l], b[l]));
     out32(w, i, &d)
 }
 
-#[inline]
 fn map3(w: &mut Wave, i: &Inst, f: impl Fn(u32, u32, u32) -> u32) -> R {
     no_clamp(i)?;
-    let (a, b, c) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?, w.src(i, i.src[2])?);
-    let d: [u32; LANES] = std::array::from_fn(|l| f(a.at(l), b.at(l), c.at(l)));
+    let (mut ta, mut tb, mut tc) = ([0; LANES], [0; LANES], [0; LANES]);
+    let a = w.src_lanes(i, i.src[0], &mut ta)?;
+    let b = w.src_lanes(i, i.src[1], &mut tb)?;
+    let c = w.src_lanes(i, i.src[2], &mut tc)?;
+    let d: [u32; LANES] = std::array::from_fn(|l| f(a[l], b[l], c[l]));
     out32(w, i, &d)
 }
 
-/// A 16-bit operation on the low halves of two sources. On gfx9 the result's high half is
-/// zeroed (these operations do not preserve it, and the VOP3 form has no `op_sel` for them).
-#[inline]
-fn map16(w: &mut Wave, i: &Inst, f: impl Fn(u16, u16) -> u16) -> R {
+/// The 16-bit operations, on the low halves of two sources. On gfx9 the result's high half
+/// is zeroed (these operations do not preserve it, and the VOP3 form has no `op_sel` for
+/// them). One function for all of them: they are rare, so they share one loop.
+fn map16(w: &mut Wave, i: &Inst) -> R {
     if i.op_sel != 0 {
         return Err(WaveFault::illegal(i, "op_sel on a 16-bit VOP2 operation"));
     }
-    map2(w, i, |a, b| u32::from(f(a as u16, b as u16)))
+    let op = i.op;
+    map2(w, i, |a, b| {
+        let (a, b) = (a as u16, b as u16);
+        u32::from(match op {
+            Op::VAddU16 => a.wrapping_add(b),
+            Op::VSubU16 => a.wrapping_sub(b),
+            Op::VSubrevU16 => b.wrapping_sub(a),
+            Op::VMulLoU16 => a.wrapping_mul(b),
+            Op::VLshlrevB16 => b << (a & 15),
+            Op::VLshrrevB16 => b >> (a & 15),
+            Op::VAshrrevI16 => ((b as i16) >> (a & 15)) as u16,
+            Op::VMaxU16 => a.max(b),
+            Op::VMaxI16 => (a as i16).max(b as i16) as u16,
+            Op::VMinU16 => a.min(b),
+            _ => (a as i16).min(b as i16) as u16,
+        })
+    })
 }
 
 /// The scalar destination of a carry-out: VCC in the 32-bit forms, `sdst` in VOP3B.
@@ -80,12 +99,14 @@ fn carry_in(w: &Wave, i: &Inst) -> Result<u64, WaveFault> {
 /// Add/subtract with carry: `f(a, b, carry_in) -> (result, carry_out)` per lane.
 fn carry_op(w: &mut Wave, i: &Inst, cin: bool, f: impl Fn(u32, u32, u32) -> (u32, bool)) -> R {
     no_clamp(i)?;
-    let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let c = if cin { carry_in(w, i)? } else { 0 };
+    let (mut ta, mut tb) = ([0; LANES], [0; LANES]);
+    let a = w.src_lanes(i, i.src[0], &mut ta)?;
+    let b = w.src_lanes(i, i.src[1], &mut tb)?;
     let exec = w.exec();
     let mut mask = 0u64;
     let d: [u32; LANES] = std::array::from_fn(|l| {
-        let (r, co) = f(a.at(l), b.at(l), (c >> l & 1) as u32);
+        let (r, co) = f(a[l], b[l], (c >> l & 1) as u32);
         mask |= u64::from(co) << l;
         r
     });
@@ -219,17 +240,17 @@ pub(super) fn vint(w: &mut Wave, i: &Inst) -> Option<R> {
             (b.wrapping_sub(a).wrapping_sub(c), u64::from(a) + u64::from(c) > u64::from(b))
         }),
         Op::VAddI32 => map2(w, i, u32::wrapping_add),
-        Op::VAddU16 => map16(w, i, |a, b| a.wrapping_add(b)),
-        Op::VSubU16 => map16(w, i, |a, b| a.wrapping_sub(b)),
-        Op::VSubrevU16 => map16(w, i, |a, b| b.wrapping_sub(a)),
-        Op::VMulLoU16 => map16(w, i, |a, b| a.wrapping_mul(b)),
-        Op::VLshlrevB16 => map16(w, i, |a, b| b << (a & 15)),
-        Op::VLshrrevB16 => map16(w, i, |a, b| b >> (a & 15)),
-        Op::VAshrrevI16 => map16(w, i, |a, b| ((b as i16) >> (a & 15)) as u16),
-        Op::VMaxU16 => map16(w, i, u16::max),
-        Op::VMaxI16 => map16(w, i, |a, b| (a as i16).max(b as i16) as u16),
-        Op::VMinU16 => map16(w, i, u16::min),
-        Op::VMinI16 => map16(w, i, |a, b| (a as i16).min(b as i16) as u16),
+        Op::VAddU16
+        | Op::VSubU16
+        | Op::VSubrevU16
+        | Op::VMulLoU16
+        | Op::VLshlrevB16
+        | Op::VLshrrevB16
+        | Op::VAshrrevI16
+        | Op::VMaxU16
+        | Op::VMaxI16
+        | Op::VMinU16
+        | Op::VMinI16 => map16(w, i),
         Op::VSubI32 => map2(w, i, u32::wrapping_sub),
         Op::VCndmaskB32 => cndmask(w, i),
         Op::VLshlrevB64 => shift64(w, i, |s, v| v << (s & 63)),
@@ -263,7 +284,6 @@ fn mbcnt(w: &mut Wave, i: &Inst, hi: bool) -> R {
 /// `v_cndmask_b32`: the VOP3 (and SDWA) form takes the float source modifiers, applied to
 /// the sign bit as for any f32 operand (`abs` clears it, then `neg` flips it).
 fn cndmask(w: &mut Wave, i: &Inst) -> R {
-    let (a, b) = (w.src(i, i.src[0])?, w.src(i, i.src[1])?);
     let m = if i.enc == Enc::Vop3 { w.scalar64(i, i.src[2], Kind64::U)? } else { w.vcc() };
     let mods = |k: usize| {
         let clear = if i.abs >> k & 1 != 0 { 0x7FFF_FFFF } else { u32::MAX };
@@ -271,9 +291,11 @@ fn cndmask(w: &mut Wave, i: &Inst) -> R {
         (clear, flip)
     };
     let ((ca, fa), (cb, fb)) = (mods(0), mods(1));
-    let d: [u32; LANES] = std::array::from_fn(|l| {
-        if m >> l & 1 != 0 { (b.at(l) & cb) ^ fb } else { (a.at(l) & ca) ^ fa }
-    });
+    let (mut ta, mut tb) = ([0; LANES], [0; LANES]);
+    let a = w.src_lanes(i, i.src[0], &mut ta)?;
+    let b = w.src_lanes(i, i.src[1], &mut tb)?;
+    let d: [u32; LANES] =
+        std::array::from_fn(|l| if m >> l & 1 != 0 { (b[l] & cb) ^ fb } else { (a[l] & ca) ^ fa });
     out32(w, i, &d)
 }
 
