@@ -1,6 +1,11 @@
 //! `cargo xtask`: workspace automation for hsakmt-rs (`cargo xtask` is an alias for
 //! `cargo run --quiet --package xtask --`).
 
+mod c_header;
+mod c_program;
+mod capi_build;
+mod capi_check;
+mod capi_test;
 mod ci;
 mod elf;
 mod fuzz;
@@ -17,7 +22,7 @@ const USAGE: &str = "usage: cargo xtask <command> [args]
 
 commands:
   ci           the whole test suite: fmt, clippy -D warnings, tests, fuzz, uapi-check,
-               kernels --check, image-test, size, docs
+               capi-check, capi-test, kernels --check, image-test, size, docs
   bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
@@ -34,7 +39,15 @@ commands:
   tsan [--seconds N]
                the thread stress test (N s, default 3) and the core unit tests under
                ThreadSanitizer (nightly with rust-src; installs the component when missing)
-  uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)";
+  uapi-check   prove core::uapi equal to uapi/kfd_ioctl.h and uapi/kfd_sysfs.h (needs `cc`)
+  capi [--out DIR]
+               build libhsakmt.so.1, libhsakmt.a, libdtif.so, headers, pkg-config and CMake
+               files into DIR (default target/capi)
+  capi-check [--keep]
+               prove hsakmt-capi's types, functions and version scripts equal to the pinned
+               capi/include/hsakmt headers (needs `cc`)
+  capi-test    build the C library and run its C test program (linked against the .so and the
+               .a) over every simulator profile, plus the DTIF dlopen test (needs `cc`)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,7 +58,8 @@ fn main() -> ExitCode {
     let result = match command {
         "ci" => ci::ci(),
         "bench" => run(cargo()
-            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--", "bench"])
+            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--features", "capi-bench"])
+            .args(["--", "bench"])
             .args(rest)),
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
@@ -53,6 +67,9 @@ fn main() -> ExitCode {
         "kernels" => kernels::kernels(rest),
         "tsan" => tsan::tsan(rest),
         "uapi-check" => uapi_check::run(rest),
+        "capi" => capi_build::run(rest),
+        "capi-check" => capi_check::run(rest),
+        "capi-test" => capi_test::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

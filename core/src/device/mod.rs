@@ -28,7 +28,7 @@ use memory::pending::MemoryLock;
 use memory::state::MemoryState;
 pub use memory::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
-    PointerInfo, PointerKind,
+    NodeApertures, PointerInfo, PointerKind,
 };
 use session::{Session, Usability};
 

@@ -87,7 +87,7 @@ pub(crate) mod state;
 mod svm;
 
 pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
-pub use query::{PointerInfo, PointerKind};
+pub use query::{NodeApertures, PointerInfo, PointerKind};
 pub use state::{
     DEFAULT_MEMORY_OBJECTS, Inline, MAX_NODES, MAX_RESERVATIONS, MemoryPayload, MemorySettings,
     MemoryStorage, MemoryTables, RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE,
