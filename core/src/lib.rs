@@ -22,6 +22,22 @@
 //!   platform.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
+//!
+//! # Module names
+//!
+//! A capability that talks to the kernel lives at two levels, and their names say what each
+//! level adds:
+//! - the **bookkeeping** level is a top-level module named for the capability ([`memory`],
+//!   [`queue`], [`event`]): pure state machines, formats and tables — no platform, no lock, no
+//!   ioctl;
+//! - the **manager** level is `device::<capability>_manager` ([`device::memory_manager`],
+//!   [`device::queue_manager`], and the private event manager): the part of [`device::Kfd`] that
+//!   takes the locks, issues the ioctls and mappings through the platform, and records the
+//!   outcome in the bookkeeping.
+//!
+//! Below them, a file is named for the one thing it holds (`memory::dmabuf_info` decodes what
+//! the kernel says about a dma-buf; `device::memory_manager::dmabuf` exports and imports one),
+//! so no two modules of the crate share a name at different levels (`tests` modules excepted).
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

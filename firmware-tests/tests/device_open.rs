@@ -126,7 +126,7 @@ fn hidden_gpus_are_reported_not_fatal() {
 /// and gives its address reservations back to the process; nothing outlives the facade.
 #[test]
 fn dropping_an_open_device_closes_it_and_returns_its_address_space() {
-    use hsakmt_core::device::queue::{QueueDesc, QueueType};
+    use hsakmt_core::device::queue_manager::{QueueDesc, QueueType};
     use hsakmt_core::device::{EventDescriptor, MapNodes};
     use hsakmt_core::memory::MemFlags;
     use hsakmt_sim::SimAccounting;

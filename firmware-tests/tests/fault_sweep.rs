@@ -60,7 +60,9 @@ use std::sync::atomic::AtomicI64;
 
 use firmware_tests::queue_support::cpu_node;
 use firmware_tests::{first_gpu, with_big_stack};
-use hsakmt_core::device::queue::{QueueDesc, QueueError, QueueHandle, QueueType, RingUpdate};
+use hsakmt_core::device::queue_manager::{
+    QueueDesc, QueueError, QueueHandle, QueueType, RingUpdate,
+};
 use hsakmt_core::device::{
     Allocation, Error, EventDescriptor, Kfd, MapNodes, MemoryUsage, SignalCondition, SignalValue,
 };
@@ -70,7 +72,7 @@ use hsakmt_core::event::{
     WaitSet,
 };
 use hsakmt_core::memory::MemFlags;
-use hsakmt_core::memory::svm::SvmAttribute;
+use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_core::platform::OpenError;
 use hsakmt_core::queue::params::QueuePriority;
 use hsakmt_core::uapi::*;

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use firmware_tests::queue_support::{cpu_node, gpu_nodes};
 use firmware_tests::with_big_stack;
-use hsakmt_core::device::queue::{QueueDesc, QueueError, QueueType};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueError, QueueType};
 use hsakmt_core::device::{Allocation, Error, EventDescriptor, Kfd, MapNodes, Opened};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::event::{Timeout, WaitResult};

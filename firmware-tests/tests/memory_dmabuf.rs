@@ -44,7 +44,7 @@ fn kfdtest_export_dmabuf() {
         assert_eq!(sim.dmabuf_count(), 1);
         // Re-imported to a node, it is the same memory.
         let imported = kfd.import_dmabuf(exported.fd, Some(&[node])).unwrap();
-        assert_eq!(imported.addr % hsakmt_core::device::memory::IMAGE_ALIGN, 0);
+        assert_eq!(imported.addr % hsakmt_core::device::memory_manager::IMAGE_ALIGN, 0);
         assert_eq!((imported.size, imported.node), (4 * 4096, node));
         let info = kfd.pointer_info(imported.addr).unwrap();
         assert_eq!(info.kind, PointerKind::RegisteredGraphics);

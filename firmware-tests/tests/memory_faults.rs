@@ -6,7 +6,7 @@ use firmware_tests::{first_gpu, nr, opened, with_big_stack};
 use hsakmt_core::device::{Error, Kfd, MapNodes, MemoryUsage};
 use hsakmt_core::error::Errno;
 use hsakmt_core::memory::MemFlags;
-use hsakmt_core::memory::svm::SvmAttribute;
+use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_linux::LinuxMapping;
 use hsakmt_linux::mapping::{map_anonymous, reserve};
 use hsakmt_sim::{GpuMemoryUsage, IoctlFault, SimPlatform, Trigger};

@@ -5,7 +5,7 @@
 //! scenarios and by random operation sequences against a model.
 
 use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
-use hsakmt_core::device::memory::{RECYCLE_CAPACITY, RECYCLE_DEPTH};
+use hsakmt_core::device::memory_manager::{RECYCLE_CAPACITY, RECYCLE_DEPTH};
 use hsakmt_core::device::{Error, Kfd, MapNodes, PointerKind};
 use hsakmt_core::error::Errno;
 use hsakmt_core::memory::{self as mem, MemFlags, NodeSet};

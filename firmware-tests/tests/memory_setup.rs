@@ -2,7 +2,7 @@
 //! both modes) and what close leaves; the environment settings; doorbell, MMIO and policy.
 
 use firmware_tests::{first_gpu, memory_error, nr, opened, with_big_stack};
-use hsakmt_core::device::memory::SvmMode;
+use hsakmt_core::device::memory_manager::SvmMode;
 use hsakmt_core::device::{Error, MapNodes};
 use hsakmt_core::memory::{self as mem, CachePolicy, MemFlags};
 use hsakmt_core::platform::SharedMemory;

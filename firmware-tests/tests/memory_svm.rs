@@ -3,7 +3,7 @@
 use firmware_tests::{first_gpu, memory_error, nr, opened, sim, with_big_stack};
 use hsakmt_core::device::Error;
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
-use hsakmt_core::memory::svm::{SvmAttribute as A, SvmFlags, SvmLocation as L};
+use hsakmt_core::memory::svm_attributes::{SvmAttribute as A, SvmFlags, SvmLocation as L};
 use hsakmt_core::memory::{self as mem, MemFlags};
 use hsakmt_linux::LinuxMapping;
 use hsakmt_linux::mapping::{map_anonymous, release, reserve};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, register_vadd, wait_until};
 use firmware_tests::with_big_stack;
 use hsakmt_core::device::Kfd;
-use hsakmt_core::device::queue::{QueueDesc, QueueType};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueType};
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, HeaderFlags, KernelDispatch};
 use hsakmt_sim::{CpMode, KernelFault, SimPlatform};
@@ -202,9 +202,9 @@ fn a_panicking_kernel_is_an_illegal_instruction() {
 fn facade_and_producers_are_send_and_sync() {
     fn shareable<T: Send + Sync>() {}
     shareable::<Kfd<SimPlatform>>();
-    shareable::<hsakmt_core::device::queue::AqlQueue<hsakmt_sim::SimMapping>>();
+    shareable::<hsakmt_core::device::queue_manager::AqlQueue<hsakmt_sim::SimMapping>>();
     fn sendable<T: Send>() {}
-    sendable::<hsakmt_core::device::queue::SingleAqlQueue<hsakmt_sim::SimMapping>>();
-    sendable::<hsakmt_core::device::queue::SdmaQueue<hsakmt_sim::SimMapping>>();
-    sendable::<hsakmt_core::device::queue::Pm4Queue<hsakmt_sim::SimMapping>>();
+    sendable::<hsakmt_core::device::queue_manager::SingleAqlQueue<hsakmt_sim::SimMapping>>();
+    sendable::<hsakmt_core::device::queue_manager::SdmaQueue<hsakmt_sim::SimMapping>>();
+    sendable::<hsakmt_core::device::queue_manager::Pm4Queue<hsakmt_sim::SimMapping>>();
 }

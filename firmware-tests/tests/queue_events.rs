@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, wait_until};
 use firmware_tests::with_big_stack;
-use hsakmt_core::device::queue::{QueueDesc, QueueType, SdmaCompletion};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueType, SdmaCompletion};
 use hsakmt_core::device::{Error as DeviceError, EventDescriptor, Kfd};
 use hsakmt_core::error::Errno;
 use hsakmt_core::event::{EventData, EventType, Timeout, WaitMode, WaitResult, WaitSet};

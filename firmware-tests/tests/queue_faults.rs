@@ -4,7 +4,7 @@
 
 use firmware_tests::queue_support::gpu_nodes;
 use firmware_tests::with_big_stack;
-use hsakmt_core::device::queue::{QueueDesc, QueueError, QueueType, RingUpdate};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueError, QueueType, RingUpdate};
 use hsakmt_core::device::{Error as DeviceError, Kfd};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::queue::params::QueuePriority;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use firmware_tests::queue_support::{Signals, cpu_node, gpu_nodes, host_buffer, wait_until};
 use firmware_tests::with_big_stack;
-use hsakmt_core::device::queue::{
+use hsakmt_core::device::queue_manager::{
     Engine, QueueDesc, QueueError, QueueHandle, QueuePointers, QueueType, RingSpec, RingUpdate,
     SdmaCompletion,
 };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, vram, wait_until};
 use firmware_tests::with_big_stack;
 use hsakmt_core::device::Kfd;
-use hsakmt_core::device::queue::{QueueDesc, QueueType, SdmaCompletion};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueType, SdmaCompletion};
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch};
 use hsakmt_core::queue::ring::RingError;

@@ -5,11 +5,11 @@
 //! expectation to the test that checks it.
 
 use firmware_tests::{device, opened, sim, snapshot, with_big_stack};
-use hsakmt_core::device::queue::{QueueDesc, QueueError, QueueType};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueError, QueueType};
 use hsakmt_core::device::{Error, MapNodes};
 use hsakmt_core::error::{Error as _, ErrorKind};
 use hsakmt_core::event::{Timeout, WaitMode, WaitSet};
-use hsakmt_core::memory::svm::SvmAttribute;
+use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_core::memory::{self, MemFlags};
 use hsakmt_core::topology::{self, HeapType, NodeKind, Topology};
 use hsakmt_sim::{SimPlatform, profile_names};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use firmware_tests::queue_support::{Signals, cpu_node, gpu_nodes};
 use firmware_tests::with_big_stack;
-use hsakmt_core::device::queue::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
+use hsakmt_core::device::queue_manager::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
 use hsakmt_core::device::{Allocation, EventDescriptor, Kfd, MapNodes, SignalCondition};
 use hsakmt_core::event::{EventHandle, Timeout, WaitResult};
 use hsakmt_core::memory::MemFlags;

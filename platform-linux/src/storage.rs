@@ -11,7 +11,7 @@
 //!     Box::new(Kfd::with_memory(LinuxPlatform::new(), boxed_tables(200_000)));
 //! ```
 
-use hsakmt_core::device::memory::{MemoryPayload, MemoryStorage, MemoryTables};
+use hsakmt_core::device::memory_manager::{MemoryPayload, MemoryStorage, MemoryTables};
 use hsakmt_core::memory::objects::{IndexNode, ObjectSlot};
 use hsakmt_core::memory::va::VaSlot;
 

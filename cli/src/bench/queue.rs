@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use hsakmt_core::device::queue::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
+use hsakmt_core::device::queue_manager::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
 use hsakmt_core::device::{Kfd, MapNodes};
 use hsakmt_core::memory::MemFlags;
 use hsakmt_core::platform::SharedMemory;

@@ -1,6 +1,7 @@
 //! [`Kfd`]: the hsaKmt-style facade over one [`Platform`] — open/close and version, the
-//! topology, memory ([`memory`]: allocation, mapping, registration, dma-buf, SVM), queues
-//! ([`queue`]: creation, update, producers, SDMA copies), and (in a later module) events.
+//! topology, memory ([`memory_manager`]: allocation, mapping, registration, dma-buf, SVM),
+//! queues ([`queue_manager`]: creation, update, producers, SDMA copies) and events (the event
+//! manager: create, wait, set, callbacks).
 //!
 //! `Kfd` is `Send + Sync`: its bookkeeping tables each sit behind their own `spin` lock, held
 //! only for bookkeeping — never across an ioctl or a wait — and queue submission takes no lock.
@@ -11,9 +12,9 @@
 //! [`Kfd::with_memory`] takes any [`MemoryTables`] (boxed slices for hundreds of thousands).
 
 mod clock;
-mod event;
-pub mod memory;
-pub mod queue;
+mod event_manager;
+pub mod memory_manager;
+pub mod queue_manager;
 mod session;
 
 use core::fmt;
@@ -24,9 +25,9 @@ use crate::platform::{Ioctl, OpenError, Platform};
 use crate::topology::{self, READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
-use memory::pending::MemoryLock;
-use memory::state::MemoryState;
-pub use memory::{
+use memory_manager::pending::MemoryLock;
+use memory_manager::state::MemoryState;
+pub use memory_manager::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
     PointerInfo, PointerKind,
 };
@@ -34,7 +35,7 @@ use session::{Session, Usability};
 
 pub use clock::ClockSample;
 
-pub use event::{
+pub use event_manager::{
     CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,
     EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalValue, SignalWaited,
 };
@@ -185,8 +186,8 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     lifecycle: spin::Mutex<()>,
     topology: spin::RwLock<Topology>,
     memory: MemoryLock<P::Mapping, S>,
-    queues: spin::Mutex<queue::QueueState<P::Mapping>>,
-    events: event::Events<P::Mapping>,
+    queues: spin::Mutex<queue_manager::QueueState<P::Mapping>>,
+    events: event_manager::Events<P::Mapping>,
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
@@ -245,8 +246,8 @@ impl<P: Platform> Kfd<P> {
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
             memory: MemoryLock::new(MemoryState::inline()),
-            queues: spin::Mutex::new(queue::QueueState::new()),
-            events: event::Events::new(),
+            queues: spin::Mutex::new(queue_manager::QueueState::new()),
+            events: event_manager::Events::new(),
         }
     }
 }
@@ -261,8 +262,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
             memory: MemoryLock::new(MemoryState::with_tables(tables)),
-            queues: spin::Mutex::new(queue::QueueState::new()),
-            events: event::Events::new(),
+            queues: spin::Mutex::new(queue_manager::QueueState::new()),
+            events: event_manager::Events::new(),
         }
     }
 

@@ -12,10 +12,10 @@ use bitflags::bitflags;
 
 use super::agent::{AgentId, AgentInfo, MAX_REGIONS, RegionId, RegionInfo, RegionKind};
 use super::policy::DriverKind;
-use crate::device::queue::QueueError;
+use crate::device::queue_manager::QueueError;
 use crate::device::{self, SignalCondition};
 use crate::error::{Error as _, ErrorKind};
-use crate::memory::svm::SvmAttribute;
+use crate::memory::svm_attributes::SvmAttribute;
 use crate::queue::aql::PacketWords;
 
 bitflags! {

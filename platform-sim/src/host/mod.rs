@@ -57,7 +57,7 @@ use hsakmt_core::driver::{
     RegionKind, Regions, SignalId, SystemInfo, Waited,
 };
 use hsakmt_core::error::ErrorKind;
-use hsakmt_core::memory::svm::SvmAttribute;
+use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_core::platform::{Host, SharedMemory};
 use hsakmt_core::queue::aql::PacketWords;
 use hsakmt_core::queue::ring::RingError;

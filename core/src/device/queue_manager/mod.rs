@@ -31,9 +31,9 @@
 
 mod backing;
 mod doorbell;
-mod error;
 mod producer;
-mod table;
+mod queue_error;
+mod queue_table;
 
 use core::sync::atomic::Ordering;
 
@@ -57,18 +57,18 @@ use crate::uapi::{
     kfd_ioctl_set_trap_handler_args, kfd_ioctl_update_queue_args,
 };
 
-use super::memory::MemoryStorage;
+use super::memory_manager::MemoryStorage;
 use super::{Error as DeviceError, Kfd, MapNodes};
 use crate::error::Errno;
 use crate::memory::objects::MemoryHandle;
 use backing::{Placement, QueueBuffer, page_round};
 use doorbell::{DoorbellMapping, DoorbellPage, DoorbellPages, doorbell_location};
 use producer::ProducerToken;
-use table::{Table, TableError};
+use queue_table::{Table, TableError};
 
-pub use error::{Engine, QueueError};
 pub use producer::{AqlQueue, Pm4Queue, SdmaCompletion, SdmaQueue, SdmaTicket, SingleAqlQueue};
-pub use table::QueueHandle;
+pub use queue_error::{Engine, QueueError};
+pub use queue_table::QueueHandle;
 
 /// Capacity of a device's queue table (amdkfd allows 127 queues per GPU — 255 on gfx9.4.3+ —
 /// and 1024 per process).

@@ -4,7 +4,7 @@
 //! flags recorded for the imported object.
 //!
 //! ```
-//! use hsakmt_core::memory::dmabuf::{DmaBufInfo, IMAGE_ALIGN};
+//! use hsakmt_core::memory::dmabuf_info::{DmaBufInfo, IMAGE_ALIGN};
 //! use hsakmt_core::memory::MemFlags;
 //! use hsakmt_core::uapi::{KFD_IOC_ALLOC_MEM_FLAGS_VRAM, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, kfd_ioctl_get_dmabuf_info_args};
 //!

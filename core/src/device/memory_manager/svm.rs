@@ -2,7 +2,7 @@
 //! `hsaKmtSetXNACKMode`, `hsaKmtGetXNACKMode` (libhsakmt `svm.c`; KFD 1.5).
 
 use crate::error::Errno;
-use crate::memory::svm::{MAX_SVM_ATTRIBUTES, SvmAttribute, SvmFlags, SvmLocation};
+use crate::memory::svm_attributes::{MAX_SVM_ATTRIBUTES, SvmAttribute, SvmFlags, SvmLocation};
 use crate::memory::{self, PAGE_SIZE};
 use crate::platform::{Ioctl, Platform};
 use crate::uapi::*;

@@ -11,7 +11,7 @@
 //! area: `(ctx_save_restore_size + debug_memory_size) × num_xcc` rounded up to a page;
 //! pointers: one page). Every buffer here is an allocation of its own, sized so.
 
-use crate::device::memory::MemoryStorage;
+use crate::device::memory_manager::MemoryStorage;
 use crate::device::{Allocation, Error as DeviceError, Kfd, MapNodes};
 use crate::memory::MemFlags;
 use crate::platform::{Platform, SharedMemory};

@@ -2,7 +2,7 @@
 //! `hsaKmtRegisterGraphicsHandleToNodes` (libhsakmt `hsakmt_fmm_export_dma_buf_fd`,
 //! `hsakmt_fmm_register_graphics_handle`).
 
-use crate::memory::dmabuf::{DmaBufInfo, METADATA_SIZE};
+use crate::memory::dmabuf_info::{DmaBufInfo, METADATA_SIZE};
 use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind, MemoryObject};
 use crate::memory::{self, NodeSet};
 use crate::platform::{Ioctl, Platform};
@@ -17,7 +17,7 @@ use super::{Error, Kfd};
 /// `O_CLOEXEC`, the flags libhsakmt gives exported descriptors.
 const O_CLOEXEC: u32 = 0o2_000_000;
 
-pub use crate::memory::dmabuf::IMAGE_ALIGN;
+pub use crate::memory::dmabuf_info::IMAGE_ALIGN;
 
 /// An exported dma-buf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

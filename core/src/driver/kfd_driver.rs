@@ -23,7 +23,7 @@ use super::api::{
 };
 use super::policy::DriverKind;
 use super::pool::SubAllocator;
-use crate::device::queue::{
+use crate::device::queue_manager::{
     AqlQueue, QueueDesc, QueueError, QueueHandle, QueueType, RingSpec, RingUpdate, SdmaCompletion,
     SdmaQueue,
 };
@@ -32,7 +32,7 @@ use crate::device::{
     MemoryStorage, SignalCondition,
 };
 use crate::event::{EventHandle, Timeout, WaitResult};
-use crate::memory::svm::SvmAttribute;
+use crate::memory::svm_attributes::SvmAttribute;
 use crate::memory::va::VaSlot;
 use crate::memory::{MemFlags, PAGE_SIZE};
 use crate::platform::{Platform, SharedMemory};
@@ -714,7 +714,7 @@ where
             .with_priority(priority)
             .with_percentage(u32::from(params.percentage));
         let desc = QueueDesc {
-            error: crate::device::queue::ErrorReporting {
+            error: crate::device::queue_manager::ErrorReporting {
                 payload_address: error_signal.0 + VALUE_OFFSET as u64,
                 event_id: 0,
             },
