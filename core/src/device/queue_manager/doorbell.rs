@@ -8,8 +8,14 @@
 //! ([`Kfd::alloc_doorbell`](crate::device::Kfd::alloc_doorbell)), mapped for the CPU at that
 //! offset and on the GPU; otherwise a plain mapping of `/dev/kfd`.
 
-use crate::device::Allocation;
+use crate::device::{Allocation, Error as DeviceError, Kfd, MapNodes, MemoryStorage};
+use crate::error::Errno;
+use crate::platform::{Access, Platform};
+use crate::queue::params::doorbell_page_size;
 use crate::topology::DEFAULT_NODES;
+
+use super::QueueError;
+use super::create::NodeFacts;
 
 /// How a doorbell page is mapped.
 #[derive(Debug)]
@@ -83,3 +89,44 @@ impl<M: Clone> DoorbellPages<M> {
 }
 
 pub(crate) use crate::queue::params::doorbell_location;
+
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
+    /// The node's doorbell page, mapped at the first queue on it: a doorbell buffer mapped for
+    /// the CPU at the page's mmap offset and on the GPU (libhsakmt's dGPU path), or — when the
+    /// memory manager has no aperture for it — a plain mapping of `/dev/kfd` (the APU path).
+    pub(super) fn doorbell_page(
+        &self,
+        f: &NodeFacts,
+        mmap_offset: u64,
+    ) -> Result<P::Mapping, QueueError> {
+        let fail = |error| QueueError::Memory { what: "doorbell page", error };
+        if let Some(p) = self.queues.lock().doorbells.get(f.index, mmap_offset) {
+            return p.mapping.view().cloned().ok_or(fail(DeviceError::Platform(Errno::EFAULT)));
+        }
+        let size = doorbell_page_size(f.gfx());
+        let mapping = match self.alloc_doorbell(f.node, size, mmap_offset) {
+            Ok(a) => {
+                if let Err(e) = self.map_memory_to_gpu(a.addr, MapNodes::Only(&[f.node])) {
+                    let _ = self.free(a);
+                    return Err(fail(e));
+                }
+                DoorbellMapping::Buffer(a)
+            }
+            Err(DeviceError::Memory(crate::memory::Error::NotSupported)) => {
+                let m = self
+                    .platform()
+                    .map_kfd(mmap_offset, size, None, Access::ReadWrite)
+                    .map_err(|e| fail(DeviceError::Platform(e)))?;
+                DoorbellMapping::Plain(m)
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        let page = DoorbellPage { mmap_offset, mapping };
+        let (view, lost) = self.queues.lock().doorbells.insert(f.index, page);
+        if let Some(DoorbellMapping::Buffer(a)) = lost {
+            // Another thread mapped the page first (or an old one was left): free ours.
+            let _ = self.free(a);
+        }
+        view.ok_or(QueueError::IncompleteNode { node: f.node, what: "node index" })
+    }
+}
