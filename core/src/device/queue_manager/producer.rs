@@ -578,6 +578,90 @@ impl<M: SharedMemory> SdmaQueue<M> {
     }
 }
 
+impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
+    /// A multi-producer submitter for an AQL queue, holding clones of its ring, pointers and
+    /// doorbell mappings.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for a non-AQL queue or one
+    /// whose ring or pointers the library has no exact mapping of.
+    pub fn aql_queue(&self, handle: QueueHandle) -> Result<AqlQueue<P::Mapping>, QueueError> {
+        let (mem, queue_id, token) = {
+            let q = self.queues.lock();
+            let r = q.table.get(handle)?;
+            if r.info.queue_type != QueueType::ComputeAql {
+                return Err(QueueError::WrongQueueKind);
+            }
+            let (ring, pointers) = r.producer_views()?;
+            let mem = AqlRingMemory {
+                ring,
+                indices: pointers.clone(),
+                write_index_offset: WRITE_POINTER_OFFSET,
+                read_index_offset: READ_POINTER_OFFSET,
+                doorbell: r.doorbell.clone(),
+                doorbell_offset: r.doorbell_offset,
+            };
+            (mem, r.info.queue_id, ProducerToken::new(pointers))
+        };
+        let ring = AqlProducer::new(SharedAqlCells::new(mem)?)?;
+        Ok(AqlQueue::new(handle, queue_id, ring, token))
+    }
+
+    /// The producer of a PM4 compute queue.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for another kind or one
+    /// whose ring or pointers the library has no exact mapping of.
+    pub fn pm4_queue(&self, handle: QueueHandle) -> Result<Pm4Queue<P::Mapping>, QueueError> {
+        let q = self.queues.lock();
+        let r = q.table.get(handle)?;
+        if r.info.queue_type != QueueType::Compute {
+            return Err(QueueError::WrongQueueKind);
+        }
+        let (ring, pointers) = r.producer_views()?;
+        Ok(Pm4Queue::new(
+            handle,
+            r.info.queue_id,
+            ring,
+            pointers,
+            READ_POINTER_OFFSET,
+            WRITE_POINTER_OFFSET,
+            r.doorbell.clone(),
+            r.doorbell_offset,
+        ))
+    }
+
+    /// The producer of an SDMA queue, with its copy API.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for a compute queue or one
+    /// whose ring or pointers the library has no exact mapping of; [`QueueError::Sdma`] for a
+    /// gfx version without an SDMA v4+ engine.
+    pub fn sdma_queue(&self, handle: QueueHandle) -> Result<SdmaQueue<P::Mapping>, QueueError> {
+        let (mem, gfx, queue_id) = {
+            let q = self.queues.lock();
+            let r = q.table.get(handle)?;
+            if !r.info.queue_type.is_sdma() {
+                return Err(QueueError::WrongQueueKind);
+            }
+            let (ring, pointers) = r.producer_views()?;
+            let mem = SdmaRingMemory {
+                ring,
+                pointers,
+                rptr_offset: READ_POINTER_OFFSET,
+                wptr_offset: WRITE_POINTER_OFFSET,
+                doorbell: r.doorbell.clone(),
+                doorbell_offset: r.doorbell_offset,
+            };
+            (mem, r.gfx, r.info.queue_id)
+        };
+        let limits = SdmaLimits::for_gfx(gfx.major, gfx.minor, gfx.stepping)?;
+        let fence = mem.pointers.clone();
+        let ring = SdmaRing::new(mem, limits)?;
+        Ok(SdmaQueue::new(handle, queue_id, ring, fence, SDMA_FENCE_OFFSET))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,89 +753,5 @@ mod tests {
             q.fill(0x1001, 7, 8, SdmaCompletion::Fence, || {}),
             Err(QueueError::Sdma(SdmaError::Misaligned))
         ));
-    }
-}
-
-impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
-    /// A multi-producer submitter for an AQL queue, holding clones of its ring, pointers and
-    /// doorbell mappings.
-    ///
-    /// # Errors
-    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for a non-AQL queue or one
-    /// whose ring or pointers the library has no exact mapping of.
-    pub fn aql_queue(&self, handle: QueueHandle) -> Result<AqlQueue<P::Mapping>, QueueError> {
-        let (mem, queue_id, token) = {
-            let q = self.queues.lock();
-            let r = q.table.get(handle)?;
-            if r.info.queue_type != QueueType::ComputeAql {
-                return Err(QueueError::WrongQueueKind);
-            }
-            let (ring, pointers) = r.producer_views()?;
-            let mem = AqlRingMemory {
-                ring,
-                indices: pointers.clone(),
-                write_index_offset: WRITE_POINTER_OFFSET,
-                read_index_offset: READ_POINTER_OFFSET,
-                doorbell: r.doorbell.clone(),
-                doorbell_offset: r.doorbell_offset,
-            };
-            (mem, r.info.queue_id, ProducerToken::new(pointers))
-        };
-        let ring = AqlProducer::new(SharedAqlCells::new(mem)?)?;
-        Ok(AqlQueue::new(handle, queue_id, ring, token))
-    }
-
-    /// The producer of a PM4 compute queue.
-    ///
-    /// # Errors
-    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for another kind or one
-    /// whose ring or pointers the library has no exact mapping of.
-    pub fn pm4_queue(&self, handle: QueueHandle) -> Result<Pm4Queue<P::Mapping>, QueueError> {
-        let q = self.queues.lock();
-        let r = q.table.get(handle)?;
-        if r.info.queue_type != QueueType::Compute {
-            return Err(QueueError::WrongQueueKind);
-        }
-        let (ring, pointers) = r.producer_views()?;
-        Ok(Pm4Queue::new(
-            handle,
-            r.info.queue_id,
-            ring,
-            pointers,
-            READ_POINTER_OFFSET,
-            WRITE_POINTER_OFFSET,
-            r.doorbell.clone(),
-            r.doorbell_offset,
-        ))
-    }
-
-    /// The producer of an SDMA queue, with its copy API.
-    ///
-    /// # Errors
-    /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for a compute queue or one
-    /// whose ring or pointers the library has no exact mapping of; [`QueueError::Sdma`] for a
-    /// gfx version without an SDMA v4+ engine.
-    pub fn sdma_queue(&self, handle: QueueHandle) -> Result<SdmaQueue<P::Mapping>, QueueError> {
-        let (mem, gfx, queue_id) = {
-            let q = self.queues.lock();
-            let r = q.table.get(handle)?;
-            if !r.info.queue_type.is_sdma() {
-                return Err(QueueError::WrongQueueKind);
-            }
-            let (ring, pointers) = r.producer_views()?;
-            let mem = SdmaRingMemory {
-                ring,
-                pointers,
-                rptr_offset: READ_POINTER_OFFSET,
-                wptr_offset: WRITE_POINTER_OFFSET,
-                doorbell: r.doorbell.clone(),
-                doorbell_offset: r.doorbell_offset,
-            };
-            (mem, r.gfx, r.info.queue_id)
-        };
-        let limits = SdmaLimits::for_gfx(gfx.major, gfx.minor, gfx.stepping)?;
-        let fence = mem.pointers.clone();
-        let ring = SdmaRing::new(mem, limits)?;
-        Ok(SdmaQueue::new(handle, queue_id, ring, fence, SDMA_FENCE_OFFSET))
     }
 }
