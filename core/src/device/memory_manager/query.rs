@@ -6,7 +6,7 @@ use crate::memory::objects::{MemoryHandle, MemoryKind, MemoryObject};
 use crate::memory::{self, MemFlags, NodeSet, PAGE_SIZE};
 use crate::platform::Platform;
 
-use super::state::{MemoryPayload, MemoryStorage};
+use super::state::{self, ApertureId, MemoryPayload, MemoryStorage, SvmMode};
 use super::{Error, Kfd};
 
 /// `HSA_POINTER_TYPE`: what kind of memory an address belongs to.
@@ -116,5 +116,114 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let h = st.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
         st.objects.get_mut(h)?.user_data = user_data;
         Ok(())
+    }
+}
+
+/// Counters of the memory manager, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MemoryUsage {
+    /// Live objects.
+    pub objects: u32,
+    /// Object capacity.
+    pub capacity: u32,
+    /// Allocations in flight (slots promised).
+    pub pending: u32,
+    /// Bytes allocated from the default, coherent and handle apertures (guard pages included).
+    pub va_used: [u64; 3],
+    /// Live allocations in the default, coherent and handle apertures.
+    pub va_live: [u32; 3],
+    /// Address ranges reserved from the platform and kept.
+    pub reservations: u32,
+    /// How the SVM apertures are set up.
+    pub mode: SvmMode,
+    /// Freed allocations whose address range and object slot the recycle cache keeps for the
+    /// next allocation of the same shape (not counted in `objects`, `va_used`, `va_live`; see
+    /// [`Kfd::trim_memory`]).
+    pub recycled: u32,
+}
+
+impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
+    /// The KFD buffer handle of the memory starting at `addr` (for example the event page's,
+    /// which the first `CREATE_EVENT` takes).
+    ///
+    /// # Errors
+    /// [`memory::Error::UnknownAddress`], [`memory::Error::NoKfdBuffer`] for address-only or
+    /// scratch reservations; [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn kfd_handle(&self, addr: u64) -> Result<u64, Error> {
+        self.check_open()?;
+        let st = self.memory.lock();
+        let h = st.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
+        let o = st.objects.get(h)?;
+        Ok(o.kfd_handles.first().ok_or(memory::Error::NoKfdBuffer { addr })?)
+    }
+
+    /// A CPU view of the memory containing `addr` (the whole object; its
+    /// [`SharedMemory::addr`](crate::platform::SharedMemory::addr) is the object's start).
+    ///
+    /// # Errors
+    /// [`memory::Error::UnknownAddress`]; [`memory::Error::NoCpuAccess`] for memory without a
+    /// CPU mapping; [`memory::Error::Busy`] while the object is being freed;
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn cpu_mapping(&self, addr: u64) -> Result<P::Mapping, Error> {
+        self.check_open()?;
+        let st = self.memory.lock();
+        let h = st.objects.find_containing(addr).ok_or(memory::Error::UnknownAddress { addr })?;
+        let o = st.objects.get(h)?;
+        if o.payload.busy {
+            return Err(memory::Error::Busy { addr: o.start() }.into());
+        }
+        Ok(o.payload.mapping.clone().ok_or(memory::Error::NoCpuAccess { addr: o.start() })?)
+    }
+
+    /// Counters of the memory manager.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let st = self.memory.lock();
+        let ap = [&st.default, &st.coherent, &st.handles];
+        let mut va_used = ap.map(|a| a.va().used_bytes());
+        let mut va_live = ap.map(|a| a.va().live_count());
+        for r in st.recycle.iter() {
+            if let Some((id, a)) = st.objects.retired(r).ok().and_then(|o| o.payload.va) {
+                let k = match id {
+                    ApertureId::Default => 0,
+                    ApertureId::Coherent => 1,
+                    ApertureId::Handles => 2,
+                };
+                if let (Some(used), Some(live)) = (va_used.get_mut(k), va_live.get_mut(k)) {
+                    *used = used.saturating_sub(a.block.size);
+                    *live = live.saturating_sub(1);
+                }
+            }
+        }
+        MemoryUsage {
+            objects: st.objects.len(),
+            capacity: st.objects.capacity(),
+            pending: st.pending,
+            va_used,
+            va_live,
+            reservations: u32::try_from(st.reservation_count).unwrap_or(u32::MAX),
+            mode: st.mode,
+            recycled: st.recycle.len(),
+        }
+    }
+
+    /// The nodes libhsakmt's default mapping of GPU `node`'s memory covers: the GPU and every
+    /// GPU with an io link to it.
+    ///
+    /// # Errors
+    /// [`memory::Error::UnknownNode`], [`memory::Error::NotAGpu`]; [`Error::NotOpened`] /
+    /// [`Error::ForkedChild`].
+    pub fn peer_nodes(&self, node: u32) -> Result<NodeSet, Error> {
+        self.check_open()?;
+        Ok(self.memory.lock().gpu(node)?.peers)
+    }
+
+    /// Every GPU node the kernel reported apertures for (what [`MapNodes::All`](super::MapNodes::All) maps).
+    ///
+    /// # Errors
+    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    pub fn gpu_nodes(&self) -> Result<NodeSet, Error> {
+        self.check_open()?;
+        Ok(self.memory.lock().gpus)
     }
 }

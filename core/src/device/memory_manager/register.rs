@@ -13,8 +13,9 @@ use crate::memory::objects::{MemoryKind, MemoryObject};
 use crate::memory::{self, MemFlags, NodeSet, PAGE_SIZE};
 use crate::platform::Platform;
 
+use super::free::Target;
 use super::state::{ApertureId, MemoryPayload, MemoryState, MemoryStorage, SvmMode, page_align};
-use super::{Error, Kfd, Target};
+use super::{Error, Kfd};
 
 /// A registration to create, decided under the lock.
 struct RegisterPlan {

@@ -17,7 +17,7 @@ use crate::memory::va::VaSlot;
 use crate::memory::{Error, MemFlags, NodeSet, PAGE_SIZE, Violation};
 use crate::platform::SharedMemory;
 
-use super::AllocPlan;
+use super::alloc::AllocPlan;
 use super::pending::Pending;
 
 /// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: an application with
