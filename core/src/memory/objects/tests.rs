@@ -1,8 +1,12 @@
-use super::*;
-use proptest::prelude::*;
 use std::boxed::Box;
 use std::collections::BTreeMap;
 use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use crate::memory::{MemFlags, NodeSet};
+
+use super::*;
 
 const P: u64 = 4096;
 const BASE: u64 = 0x7f00_0000_0000;

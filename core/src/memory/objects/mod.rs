@@ -59,6 +59,14 @@
 //! ));
 //! ```
 //!
+//! # Files
+//! - here: the table — slots, handles, insertion, removal, lookups by handle, iteration and
+//!   the invariant check;
+//! - `memory_object`: [`MemoryObject`] and what it holds;
+//! - `address_index`: the start index, the address cache and the user-pointer index, and the
+//!   lookups by address;
+//! - `retired`: retiring, reviving and removing retired objects.
+//!
 //! # Example
 //! ```
 //! use hsakmt_core::memory::objects::{InlineObjectTable, MemoryKind, MemoryObject};
@@ -77,10 +85,18 @@
 //! # Ok::<(), Error>(())
 //! ```
 
+mod address_index;
+mod memory_object;
+mod retired;
+
+pub use address_index::IndexNode;
+pub use memory_object::{KfdHandles, MemoryKind, MemoryObject, UserRange};
+pub use retired::RetiredObject;
+
 use core::marker::PhantomData;
 
-use super::avl::{self, Links, NIL, Tree, TreeMut};
-use super::{Error, MemFlags, NodeSet, Violation};
+use super::avl::{self, Links, NIL, Tree};
+use super::{Error, Violation};
 
 /// A default object capacity that serves 100,000 live allocations.
 pub const DEFAULT_CAPACITY: usize = 1 << 17;
@@ -89,118 +105,6 @@ pub const DEFAULT_CAPACITY: usize = 1 << 17;
 /// than [`super::aperture::BIGGEST_SINGLE_BUF_SIZE`] (512 GiB − 2 MiB) into several buffers;
 /// four cover 2 TiB.
 pub const MAX_KFD_HANDLES: usize = 4;
-
-/// What kind of memory an object is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum MemoryKind {
-    /// Device memory (`KFD_IOC_ALLOC_MEM_FLAGS_VRAM`), possibly without an address
-    /// (`NoAddress`: the start is a handle in the handle window).
-    Vram,
-    /// Non-paged system memory: a GTT buffer (`KFD_IOC_ALLOC_MEM_FLAGS_GTT`).
-    HostGtt,
-    /// Paged system memory allocated by the library as anonymous memory and made a userptr
-    /// buffer (`HSA_USERPTR_FOR_PAGED_MEM`).
-    HostUserptr,
-    /// APU system memory from a plain `mmap`, no KFD buffer (libhsakmt's `cpuvm_aperture`).
-    HostCpu,
-    /// A queue doorbell page (`KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL`).
-    Doorbell,
-    /// The MMIO remap (HDP flush) page (`KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP`).
-    Mmio,
-    /// Scratch backing memory.
-    Scratch,
-    /// User memory registered by the application (`hsaKmtRegisterMemory*`).
-    RegisteredUser,
-    /// A buffer imported from a dma-buf or graphics handle.
-    ImportedDmaBuf,
-    /// An address range without memory (`OnlyAddress`).
-    ReservedAddress,
-}
-
-/// Up to [`MAX_KFD_HANDLES`] KFD buffer handles (`handles[]` of a `vm_object`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct KfdHandles {
-    len: u8,
-    handles: [u64; MAX_KFD_HANDLES],
-}
-
-impl KfdHandles {
-    /// No handle (e.g. `OnlyAddress` objects, APU `mmap` memory).
-    pub const EMPTY: Self = Self { len: 0, handles: [0; MAX_KFD_HANDLES] };
-
-    /// One handle.
-    #[must_use]
-    pub const fn single(handle: u64) -> Self {
-        let mut handles = [0; MAX_KFD_HANDLES];
-        handles[0] = handle;
-        Self { len: 1, handles }
-    }
-
-    /// Appends a handle.
-    ///
-    /// # Errors
-    /// [`Error::CapacityExhausted`] when [`MAX_KFD_HANDLES`] are held (unchanged).
-    pub fn push(&mut self, handle: u64) -> Result<(), Error> {
-        let slot = self
-            .handles
-            .get_mut(usize::from(self.len))
-            .ok_or(Error::CapacityExhausted { capacity: MAX_KFD_HANDLES as u32 })?;
-        *slot = handle;
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Removes and returns the last handle.
-    pub fn pop(&mut self) -> Option<u64> {
-        let last = usize::from(self.len.checked_sub(1)?);
-        self.len -= 1;
-        self.handles.get(last).copied()
-    }
-
-    /// The handles.
-    #[must_use]
-    pub fn as_slice(&self) -> &[u64] {
-        self.handles.get(..usize::from(self.len)).unwrap_or(&[])
-    }
-
-    /// The first handle (libhsakmt's `handles[0]`; 0 means "address only").
-    #[must_use]
-    pub fn first(&self) -> Option<u64> {
-        self.as_slice().first().copied()
-    }
-
-    /// The number of handles.
-    #[must_use]
-    pub const fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// Whether there is no handle.
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-/// A user-pointer range: the CPU address of registered host memory and its size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct UserRange {
-    /// CPU address (need not be page aligned).
-    pub addr: u64,
-    /// Size in bytes.
-    pub size: u64,
-}
-
-impl UserRange {
-    /// Exclusive end.
-    #[must_use]
-    pub const fn end(&self) -> u64 {
-        self.addr.wrapping_add(self.size)
-    }
-}
 
 /// A generation-checked reference to an object of an [`ObjectTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -236,197 +140,11 @@ impl MemoryHandle {
     }
 }
 
-/// A generation-checked reference to a *retired* object of an [`ObjectTable`] (see
-/// [`ObjectTable::retire`]): distinct from [`MemoryHandle`], so that no lookup or handle can
-/// reach a retired object by accident.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct RetiredObject {
-    index: u32,
-    generation: u32,
-}
-
-impl RetiredObject {
-    /// The slot index.
-    #[must_use]
-    pub const fn index(self) -> u32 {
-        self.index
-    }
-}
-
 /// The generation after `g` (never 0).
 const fn next_generation(g: u32) -> u32 {
     match g.wrapping_add(1) {
         0 => 1,
         g => g,
-    }
-}
-
-/// One memory object (libhsakmt `struct vm_object`).
-///
-/// The address fields (`start`, `size`, `userptr`) are keys of the table's indexes and are
-/// therefore read-only once the object is in a table; everything else may be updated through
-/// [`ObjectTable::get_mut`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct MemoryObject<T> {
-    start: u64,
-    size: u64,
-    userptr: Option<UserRange>,
-    /// The kind of memory.
-    pub kind: MemoryKind,
-    /// The allocation flags (libhsakmt stores the `HsaMemFlags`, not the ioctl flags).
-    pub flags: MemFlags,
-    /// The owning topology node.
-    pub node: u32,
-    /// KFD buffer handle(s).
-    pub kfd_handles: KfdHandles,
-    /// The mmap offset the kernel returned for the buffer (render-node or kfd offset).
-    pub mmap_offset: u64,
-    /// Nodes the memory is registered to (`registered_node_id_array`).
-    pub registered_nodes: NodeSet,
-    /// Nodes the memory is mapped on (`mapped_node_id_array`).
-    pub mapped_nodes: NodeSet,
-    /// How many times the user range was registered (`registration_count`).
-    pub registration_count: u32,
-    /// How many times the object was mapped (`mapping_count`; userptr objects are mapped once
-    /// and then reference counted).
-    pub mapping_count: u32,
-    /// Opaque user data (`user_data`).
-    pub user_data: u64,
-    /// Caller-defined payload (e.g. the CPU mapping, the aperture allocation).
-    pub payload: T,
-}
-
-impl<T> MemoryObject<T> {
-    /// An object covering `[start, start + size)` with no KFD handle, no user range, empty node
-    /// sets and zero counts.
-    #[must_use]
-    pub const fn new(
-        start: u64,
-        size: u64,
-        kind: MemoryKind,
-        flags: MemFlags,
-        node: u32,
-        payload: T,
-    ) -> Self {
-        Self {
-            start,
-            size,
-            userptr: None,
-            kind,
-            flags,
-            node,
-            kfd_handles: KfdHandles::EMPTY,
-            mmap_offset: 0,
-            registered_nodes: NodeSet::EMPTY,
-            mapped_nodes: NodeSet::EMPTY,
-            registration_count: 0,
-            mapping_count: 0,
-            user_data: 0,
-            payload,
-        }
-    }
-
-    /// This object with a user-pointer range (registered host memory).
-    #[must_use]
-    pub fn with_userptr(mut self, addr: u64, size: u64) -> Self {
-        self.userptr = Some(UserRange { addr, size });
-        self
-    }
-
-    /// This object with its KFD handle(s).
-    #[must_use]
-    pub fn with_kfd_handles(mut self, handles: KfdHandles) -> Self {
-        self.kfd_handles = handles;
-        self
-    }
-
-    /// First GPU virtual address (a handle for `NoAddress` objects).
-    #[must_use]
-    pub const fn start(&self) -> u64 {
-        self.start
-    }
-
-    /// Size in bytes.
-    #[must_use]
-    pub const fn size(&self) -> u64 {
-        self.size
-    }
-
-    /// Exclusive end of the GPU range (wrapping; a table never holds a range reaching 2^64).
-    #[must_use]
-    pub const fn end(&self) -> u64 {
-        self.start.wrapping_add(self.size)
-    }
-
-    /// Whether `addr` lies in the GPU range.
-    #[must_use]
-    pub const fn contains(&self, addr: u64) -> bool {
-        self.start <= addr && addr < self.end()
-    }
-
-    /// The user-pointer range, for registered host memory.
-    #[must_use]
-    pub const fn userptr(&self) -> Option<UserRange> {
-        self.userptr
-    }
-
-    /// Increments the registration count; returns the new count.
-    ///
-    /// # Errors
-    /// [`Error::RefcountOverflow`] (unchanged).
-    pub fn add_registration(&mut self) -> Result<u32, Error> {
-        self.registration_count =
-            self.registration_count.checked_add(1).ok_or(Error::RefcountOverflow)?;
-        Ok(self.registration_count)
-    }
-
-    /// Decrements the registration count; returns the new count (0: last registration gone).
-    ///
-    /// # Errors
-    /// [`Error::RefcountUnderflow`] when it is already 0 (unchanged).
-    pub fn drop_registration(&mut self) -> Result<u32, Error> {
-        self.registration_count =
-            self.registration_count.checked_sub(1).ok_or(Error::RefcountUnderflow)?;
-        Ok(self.registration_count)
-    }
-
-    /// Increments the mapping count; returns the new count.
-    ///
-    /// # Errors
-    /// [`Error::RefcountOverflow`] (unchanged).
-    pub fn add_mapping(&mut self) -> Result<u32, Error> {
-        self.mapping_count = self.mapping_count.checked_add(1).ok_or(Error::RefcountOverflow)?;
-        Ok(self.mapping_count)
-    }
-
-    /// Decrements the mapping count; returns the new count.
-    ///
-    /// # Errors
-    /// [`Error::RefcountUnderflow`] when it is already 0 (unchanged).
-    pub fn drop_mapping(&mut self) -> Result<u32, Error> {
-        self.mapping_count = self.mapping_count.checked_sub(1).ok_or(Error::RefcountUnderflow)?;
-        Ok(self.mapping_count)
-    }
-}
-
-/// A node of an [`ObjectTable`]'s start index (and two entries of its address cache): storage
-/// unit, contents private.
-#[derive(Debug, Clone, Copy)]
-pub struct IndexNode {
-    links: Links,
-    cache: [u32; 2],
-}
-
-impl IndexNode {
-    /// An unused node.
-    pub const EMPTY: Self = Self { links: Links::EMPTY, cache: [NIL; 2] };
-}
-
-impl Default for IndexNode {
-    fn default() -> Self {
-        Self::EMPTY
     }
 }
 
@@ -511,170 +229,6 @@ impl<T> core::fmt::Debug for ObjectSlot<T> {
             .field("retired", &self.retired)
             .field("generation", &self.generation)
             .finish_non_exhaustive()
-    }
-}
-
-/// The start index, viewed over the node array (keys, links) and the slots (range ends).
-struct StartView<'a, T> {
-    nodes: &'a [IndexNode],
-    slots: &'a [ObjectSlot<T>],
-    root: u32,
-}
-
-struct StartViewMut<'a, T> {
-    nodes: &'a mut [IndexNode],
-    slots: &'a [ObjectSlot<T>],
-    root: &'a mut u32,
-}
-
-/// The user-pointer index, viewed over the slots.
-struct UserView<'a, T> {
-    slots: &'a [ObjectSlot<T>],
-    root: u32,
-}
-
-struct UserViewMut<'a, T> {
-    slots: &'a mut [ObjectSlot<T>],
-    root: &'a mut u32,
-}
-
-#[inline]
-fn object<T>(slots: &[ObjectSlot<T>], i: u32) -> Option<&MemoryObject<T>> {
-    slots.get(i as usize).and_then(|s| s.object.as_ref())
-}
-
-#[inline]
-fn start_links(nodes: &[IndexNode], i: u32) -> Links {
-    nodes.get(i as usize).map_or(Links::EMPTY, |n| n.links)
-}
-
-#[inline]
-fn start_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
-    object(slots, i).map_or(0, MemoryObject::end)
-}
-
-#[inline]
-fn user_links<T>(slots: &[ObjectSlot<T>], i: u32) -> Links {
-    slots.get(i as usize).map_or(Links::EMPTY, |s| s.by_user)
-}
-
-#[inline]
-fn user_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
-    object(slots, i).and_then(|o| o.userptr).map_or(0, |u| u.end())
-}
-
-#[inline]
-fn user_max_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
-    slots.get(i as usize).map_or(0, |s| s.user_max_end)
-}
-
-impl<T> Tree for StartView<'_, T> {
-    const INTERVAL: bool = false;
-    #[inline]
-    fn links(&self, i: u32) -> Links {
-        start_links(self.nodes, i)
-    }
-    #[inline]
-    fn end(&self, i: u32) -> u64 {
-        start_end(self.slots, i)
-    }
-    #[inline]
-    fn max_end(&self, _i: u32) -> u64 {
-        0
-    }
-    #[inline]
-    fn root(&self) -> u32 {
-        self.root
-    }
-}
-
-impl<T> Tree for StartViewMut<'_, T> {
-    const INTERVAL: bool = false;
-    #[inline]
-    fn links(&self, i: u32) -> Links {
-        start_links(self.nodes, i)
-    }
-    #[inline]
-    fn end(&self, i: u32) -> u64 {
-        start_end(self.slots, i)
-    }
-    #[inline]
-    fn max_end(&self, _i: u32) -> u64 {
-        0
-    }
-    #[inline]
-    fn root(&self) -> u32 {
-        *self.root
-    }
-}
-
-impl<T> TreeMut for StartViewMut<'_, T> {
-    #[inline]
-    fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
-        self.nodes.get_mut(i as usize).map(|n| &mut n.links)
-    }
-    #[inline]
-    fn set_max_end(&mut self, _i: u32, _value: u64) {}
-    #[inline]
-    fn set_root(&mut self, root: u32) {
-        *self.root = root;
-    }
-}
-
-impl<T> Tree for UserView<'_, T> {
-    const INTERVAL: bool = true;
-    #[inline]
-    fn links(&self, i: u32) -> Links {
-        user_links(self.slots, i)
-    }
-    #[inline]
-    fn end(&self, i: u32) -> u64 {
-        user_end(self.slots, i)
-    }
-    #[inline]
-    fn max_end(&self, i: u32) -> u64 {
-        user_max_end(self.slots, i)
-    }
-    #[inline]
-    fn root(&self) -> u32 {
-        self.root
-    }
-}
-
-impl<T> Tree for UserViewMut<'_, T> {
-    const INTERVAL: bool = true;
-    #[inline]
-    fn links(&self, i: u32) -> Links {
-        user_links(self.slots, i)
-    }
-    #[inline]
-    fn end(&self, i: u32) -> u64 {
-        user_end(self.slots, i)
-    }
-    #[inline]
-    fn max_end(&self, i: u32) -> u64 {
-        user_max_end(self.slots, i)
-    }
-    #[inline]
-    fn root(&self) -> u32 {
-        *self.root
-    }
-}
-
-impl<T> TreeMut for UserViewMut<'_, T> {
-    #[inline]
-    fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
-        self.slots.get_mut(i as usize).map(|s| &mut s.by_user)
-    }
-    #[inline]
-    fn set_max_end(&mut self, i: u32, value: u64) {
-        if let Some(s) = self.slots.get_mut(i as usize) {
-            s.user_max_end = value;
-        }
-    }
-    #[inline]
-    fn set_root(&mut self, root: u32) {
-        *self.root = root;
     }
 }
 
@@ -770,103 +324,12 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         u32::try_from(n).map_or(u32::MAX - 1, |n| n.min(u32::MAX - 1))
     }
 
-    fn starts(&self) -> StartView<'_, T> {
-        StartView { nodes: self.slots.nodes(), slots: self.slots.slots(), root: self.root_start }
-    }
-
-    fn users(&self) -> UserView<'_, T> {
-        UserView { slots: self.slots.slots(), root: self.root_user }
-    }
-
-    fn starts_mut(&mut self) -> StartViewMut<'_, T> {
-        let (nodes, slots) = self.slots.split_mut();
-        StartViewMut { nodes, slots, root: &mut self.root_start }
-    }
-
-    fn users_mut(&mut self) -> UserViewMut<'_, T> {
-        UserViewMut { slots: self.slots.split_mut().1, root: &mut self.root_user }
-    }
-
     fn slot(&self, i: u32) -> Option<&ObjectSlot<T>> {
         self.slots.slots().get(i as usize)
     }
 
     fn slot_mut(&mut self, i: u32) -> Option<&mut ObjectSlot<T>> {
         self.slots.split_mut().1.get_mut(i as usize)
-    }
-
-    // ---- address cache -------------------------------------------------------------------
-    //
-    // A 2-choice, 4-way set-associative map from start address to slot, embedded in the index
-    // nodes (bucket b = the cache entries of nodes 2b and 2b+1). An object that finds both of
-    // its buckets full is simply not cached (`uncached` counts them); lookups then fall back to
-    // the tree, so the cache never changes a result, only the cost.
-
-    fn buckets_of(&self, addr: u64) -> [usize; 2] {
-        let n = (self.capacity() / 2) as u64;
-        let page = addr.rotate_right(12);
-        let h1 = page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        let h2 = page.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32;
-        [((h1 * n) >> 32) as usize, ((h2 * n) >> 32) as usize]
-    }
-
-    fn cache_entry(nodes: &[IndexNode], bucket: usize, k: usize) -> u32 {
-        nodes.get(bucket * 2 + k / 2).and_then(|n| n.cache.get(k % 2)).copied().unwrap_or(NIL)
-    }
-
-    fn cache_set(&mut self, bucket: usize, k: usize, v: u32) {
-        let nodes = self.slots.split_mut().0;
-        if let Some(e) = nodes.get_mut(bucket * 2 + k / 2).and_then(|n| n.cache.get_mut(k % 2)) {
-            *e = v;
-        }
-    }
-
-    /// Where slot `i` sits in the cache (bucket, entry), if it does.
-    fn cache_find_slot(&self, addr: u64, i: u32) -> Option<(usize, usize)> {
-        let nodes = self.slots.nodes();
-        self.buckets_of(addr)
-            .into_iter()
-            .flat_map(|b| (0..4).map(move |k| (b, k)))
-            .find(|&(b, k)| Self::cache_entry(nodes, b, k) == i)
-    }
-
-    fn cache_insert(&mut self, addr: u64, i: u32) {
-        let nodes = self.slots.nodes();
-        let enabled = self.capacity() >= 2;
-        let free = self
-            .buckets_of(addr)
-            .into_iter()
-            .flat_map(|b| (0..4).map(move |k| (b, k)))
-            .find(|&(b, k)| enabled && Self::cache_entry(nodes, b, k) == NIL);
-        match free {
-            Some((b, k)) => self.cache_set(b, k, i),
-            None => self.uncached += 1,
-        }
-    }
-
-    fn cache_remove(&mut self, addr: u64, i: u32) {
-        match self.cache_find_slot(addr, i) {
-            Some((b, k)) => self.cache_set(b, k, NIL),
-            None => self.uncached -= 1,
-        }
-    }
-
-    /// The slot of the object starting at `addr`: the cache, then (only if some object is
-    /// uncached) the tree.
-    fn lookup_start(&self, addr: u64) -> Option<u32> {
-        let nodes = self.slots.nodes();
-        for b in self.buckets_of(addr) {
-            for k in 0..4 {
-                let e = Self::cache_entry(nodes, b, k);
-                if e != NIL && nodes.get(e as usize).is_some_and(|n| n.links.key == addr) {
-                    return Some(e);
-                }
-            }
-        }
-        if self.uncached == 0 {
-            return None;
-        }
-        avl::find_key(&self.starts(), addr)
     }
 
     /// The handle of the object in slot `i`, unless it is retired (or the slot is empty).
@@ -887,19 +350,6 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             return Err(Error::StaleHandle);
         }
         Ok(h.index)
-    }
-
-    /// The slot index a retired-object reference names, if that object is still retired.
-    #[inline]
-    fn resolve_retired(&self, r: RetiredObject) -> Result<u32, Error> {
-        let s = self.slot(r.index).ok_or(Error::InvalidHandle)?;
-        if r.generation == 0 || r.index >= self.hwm {
-            return Err(Error::InvalidHandle);
-        }
-        if s.object.is_none() || !s.retired || s.generation != r.generation {
-            return Err(Error::StaleHandle);
-        }
-        Ok(r.index)
     }
 
     /// Validates a new object; returns its in-order neighbours in the start index.
@@ -1023,109 +473,6 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     // retired objects still count for overlap checks) and eventually either revives it or
     // removes it for good (`remove_retired`).
 
-    /// Retires a live object: `h` (and every other handle of it) becomes stale at once, the
-    /// object becomes invisible, and the returned reference names it for
-    /// [`ObjectTable::revive`], [`ObjectTable::retired_mut`] or
-    /// [`ObjectTable::remove_retired`]. `O(1)`: no index changes.
-    ///
-    /// # Errors
-    /// [`Error::InvalidHandle`], [`Error::StaleHandle`]; [`Error::NotSupported`] for an object
-    /// with a user-pointer range (registered memory is not retired). The table is unchanged.
-    #[inline]
-    pub fn retire(&mut self, h: MemoryHandle) -> Result<RetiredObject, Error> {
-        self.retire_if(h, |_| true)?.ok_or(Error::NotSupported)
-    }
-
-    /// As [`ObjectTable::retire`] when `keep` says so of the object; `Ok(None)` (unchanged)
-    /// otherwise.
-    ///
-    /// # Errors
-    /// As [`ObjectTable::retire`].
-    #[inline]
-    pub fn retire_if(
-        &mut self,
-        h: MemoryHandle,
-        keep: impl FnOnce(&MemoryObject<T>) -> bool,
-    ) -> Result<Option<RetiredObject>, Error> {
-        let i = self.resolve(h)?;
-        let s = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
-        let o = s.object.as_ref().ok_or(Error::StaleHandle)?;
-        if o.userptr.is_some() {
-            return Err(Error::NotSupported);
-        }
-        if !keep(o) {
-            return Ok(None);
-        }
-        s.retired = true;
-        s.generation = next_generation(s.generation);
-        let generation = s.generation;
-        self.live -= 1;
-        self.retired += 1;
-        Ok(Some(RetiredObject { index: i, generation }))
-    }
-
-    /// A retired object (to read what the caller kept in it).
-    ///
-    /// # Errors
-    /// [`Error::InvalidHandle`]; [`Error::StaleHandle`] when it was revived or removed since.
-    #[inline]
-    pub fn retired(&self, r: RetiredObject) -> Result<&MemoryObject<T>, Error> {
-        let i = self.resolve_retired(r)?;
-        self.slot(i).and_then(|s| s.object.as_ref()).ok_or(Error::StaleHandle)
-    }
-
-    /// A retired object, mutably (its address fields stay read-only).
-    ///
-    /// # Errors
-    /// As [`ObjectTable::retired`].
-    pub fn retired_mut(&mut self, r: RetiredObject) -> Result<&mut MemoryObject<T>, Error> {
-        let i = self.resolve_retired(r)?;
-        self.slot_mut(i).and_then(|s| s.object.as_mut()).ok_or(Error::StaleHandle)
-    }
-
-    /// Makes a retired object live again, after `update` has rewritten it (everything but its
-    /// address fields: it keeps its GPU range); returns its new handle, which differs from every
-    /// handle the object had before. `O(1)`.
-    ///
-    /// # Errors
-    /// As [`ObjectTable::retired`] (`update` is not called; the table is unchanged).
-    #[inline]
-    pub fn revive_with(
-        &mut self,
-        r: RetiredObject,
-        update: impl FnOnce(&mut MemoryObject<T>),
-    ) -> Result<MemoryHandle, Error> {
-        let i = self.resolve_retired(r)?;
-        let s = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
-        let o = s.object.as_mut().ok_or(Error::StaleHandle)?;
-        update(o);
-        s.retired = false;
-        let handle = MemoryHandle { index: i, generation: s.generation };
-        self.retired -= 1;
-        self.live += 1;
-        Ok(handle)
-    }
-
-    /// As [`ObjectTable::revive_with`] without changes.
-    ///
-    /// # Errors
-    /// As [`ObjectTable::retired`].
-    pub fn revive(&mut self, r: RetiredObject) -> Result<MemoryHandle, Error> {
-        self.revive_with(r, |_| {})
-    }
-
-    /// Removes a retired object for good and returns it (the cost of
-    /// [`ObjectTable::remove`]).
-    ///
-    /// # Errors
-    /// As [`ObjectTable::retired`] (unchanged).
-    pub fn remove_retired(&mut self, r: RetiredObject) -> Result<MemoryObject<T>, Error> {
-        let i = self.resolve_retired(r)?;
-        let obj = self.remove_slot(i)?;
-        self.retired -= 1;
-        Ok(obj)
-    }
-
     /// Sets or clears an object's user-pointer range (re-indexing it).
     ///
     /// # Errors
@@ -1174,36 +521,6 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     #[must_use]
     pub fn contains(&self, h: MemoryHandle) -> bool {
         self.resolve(h).is_ok()
-    }
-
-    /// The object starting exactly at `addr`.
-    #[must_use]
-    pub fn find_exact(&self, addr: u64) -> Option<MemoryHandle> {
-        self.lookup_start(addr).and_then(|i| self.visible(i))
-    }
-
-    /// The object whose GPU range contains `addr` (an interior pointer).
-    #[must_use]
-    pub fn find_containing(&self, addr: u64) -> Option<MemoryHandle> {
-        let t = self.starts();
-        // A retired object here means no object contains addr: any other object containing
-        // it would start before the retired one and overlap it.
-        let p = avl::predecessor(&t, addr)?;
-        if t.end(p) > addr { self.visible(p) } else { None }
-    }
-
-    /// The object registered with exactly the user range `[addr, addr + size)`.
-    #[must_use]
-    pub fn find_userptr(&self, addr: u64, size: u64) -> Option<MemoryHandle> {
-        avl::find_key_end(&self.users(), addr, addr.wrapping_add(size))
-            .and_then(|i| self.visible(i))
-    }
-
-    /// Among the objects whose user range contains `addr`, the one with the highest start
-    /// (then the longest range) — the one libhsakmt's right-to-left walk would meet first.
-    #[must_use]
-    pub fn find_userptr_containing(&self, addr: u64) -> Option<MemoryHandle> {
-        avl::stab_last(&self.users(), addr).and_then(|i| self.visible(i))
     }
 
     /// The objects in ascending order of start address.
