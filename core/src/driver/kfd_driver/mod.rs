@@ -137,8 +137,6 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> {
     }
 }
 
-impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> where Kfd<P, S>: Send + Sync {}
-
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Driver for KfdDriver<P, S>
 where
     Kfd<P, S>: Send + Sync,
