@@ -11,6 +11,7 @@
 //!
 //! A tour, bottom up:
 //! - [`uapi`]: the kernel's `kfd_ioctl.h` / `kfd_sysfs.h`, byte for byte.
+//! - [`config`]: every capacity, one name each.
 //! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
 //! - [`platform`]: the injected I/O boundary.
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
@@ -49,6 +50,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod config;
 pub mod device;
 pub mod driver;
 pub mod error;

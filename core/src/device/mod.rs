@@ -27,22 +27,21 @@ use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_arg
 
 use memory_manager::pending::MemoryLock;
 use memory_manager::state::MemoryState;
+use session::{Session, Usability};
+
 pub use memory_manager::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
     PointerInfo, PointerKind,
 };
-use session::{Session, Usability};
 
 pub use clock::ClockSample;
 
 pub use event_manager::{
-    CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,
-    EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalValue, SignalWaited,
+    DEFAULT_SPIN_NS, Dispatched, EventDescriptor, EventInfo, EventState, Mailbox, NO_AGE_SLICE_MS,
+    SignalCondition, SignalValue, SignalWaited,
 };
 
-/// How many times an ioctl interrupted by a signal (`EINTR`, `EAGAIN`) is issued again before
-/// the error is returned.
-pub const IOCTL_RETRIES: u32 = 64;
+pub use crate::config::IOCTL_RETRIES;
 
 /// What [`Kfd::open`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

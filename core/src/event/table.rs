@@ -3,9 +3,7 @@
 use crate::event::{Error, EventHandle, EventType, ResetMode};
 use crate::memory::Violation;
 
-/// Events a table holds unless told otherwise: the kernel's limit on signal events at once
-/// (4095, ids 1..4096) plus one.
-pub const DEFAULT_EVENT_CAPACITY: usize = 4096;
+pub use crate::config::DEFAULT_EVENT_CAPACITY;
 
 /// What the library knows about one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

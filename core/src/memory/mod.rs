@@ -133,7 +133,7 @@ pub enum Error {
     },
     /// The allocator already manages its maximum number of disjoint ranges.
     TooManyRanges {
-        /// The maximum ([`va::MAX_RANGES`]).
+        /// The maximum ([`va::MAX_VA_RANGES`]).
         max: u32,
     },
     /// A range to add overlaps one the allocator already manages.

@@ -78,6 +78,4 @@ pub enum SvmAttribute {
     Granularity(u32),
 }
 
-/// The most attributes one call can carry (the platform assembles the ioctl argument in a
-/// fixed buffer).
-pub const MAX_SVM_ATTRIBUTES: usize = 64;
+pub use crate::config::MAX_SVM_ATTRIBUTES;

@@ -3,6 +3,7 @@
 //! parsed by the total parsers of `parse`), the gfx versions and overrides, and libhsakmt's
 //! CPU-mediated GPU links — retaken when the tree changed meanwhile.
 
+use crate::config::TOPOLOGY_READ_BATCH;
 use crate::error::Errno;
 use crate::platform::{EntryKind, Host, Sysfs, SysfsDir, SysfsFile};
 
@@ -17,19 +18,11 @@ use super::parse::{self, Item, Line, Lines, SIBLING_MAP_CAPACITY};
 use super::snapshot::{LISTING_CAPACITY, Topology};
 use super::{Error, Table};
 
-/// Smallest read buffer [`Topology::refresh`] accepts: one page, the most a sysfs attribute
-/// holds.
-pub const MIN_READ_BUFFER: usize = 4096;
+pub use crate::config::MIN_READ_BUFFER;
 
-/// A read buffer large enough for [`Topology::refresh`] to read the entry files of a
-/// directory in batches (typical files are a few hundred bytes) before parsing them, which
-/// keeps the kernel's file path and the parser warm in the caches. Each file is still read
-/// into a window of one page, so any size from [`MIN_READ_BUFFER`] up gives the same
-/// snapshot.
-pub const READ_BUFFER: usize = 4 * MIN_READ_BUFFER;
+pub use crate::config::READ_BUFFER;
 
-/// How many times a snapshot is retaken when `generation_id` changed while it was read.
-pub const GENERATION_RETRIES: u32 = 8;
+pub use crate::config::GENERATION_RETRIES;
 
 /// How the entry directories of a node (`mem_banks/`, `caches/`, `io_links/`, `p2p_links/`)
 /// are enumerated.
@@ -86,9 +79,6 @@ enum Fetched<'b> {
     Denied,
     Unavailable,
 }
-
-/// Files read back to back before they are parsed (see [`Topology::refresh`]).
-const READ_BATCH: usize = 32;
 
 /// One entry file read in a batch (into a one-page window): where its bytes start in the
 /// buffer and what the read returned.
@@ -622,7 +612,7 @@ impl<
             // Read a batch of files back to back into consecutive windows of `buf`, then parse
             // them: the kernel's open/read/close path and the parser each stay warm in the
             // caches instead of evicting each other file by file.
-            let mut reads = [EntryRead::EMPTY; READ_BATCH];
+            let mut reads = [EntryRead::EMPTY; TOPOLOGY_READ_BATCH];
             let mut count = 0usize;
             let mut used = 0usize;
             for slot in &mut reads {

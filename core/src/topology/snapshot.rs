@@ -8,22 +8,10 @@ use super::diag::{Diagnostics, UnknownKeys, Warning};
 use super::keys::SystemProperties;
 use super::node::{Cache, Link, LinkOrigin, MemBank, Node, NodeKind, Owner, SpanKind, UnknownKey};
 
-/// Default node capacity: an 8-GPU MI300X in CPX mode has 64 GPU partitions + CPU nodes.
-pub const DEFAULT_NODES: usize = 72;
-/// Default memory-bank capacity (all nodes together).
-pub const DEFAULT_MEM_BANKS: usize = 256;
-/// Default cache capacity (all nodes together; the MI308X CPX capture has 1,472).
-pub const DEFAULT_CACHES: usize = 1600;
-/// Default link capacity (io + p2p + derived links of all nodes together; ~4,000 io_links on
-/// an 8-GPU MI300X in CPX mode).
-pub const DEFAULT_LINKS: usize = 4608;
-/// Default capacity for keys the kernel contract does not list.
-pub const DEFAULT_UNKNOWN_KEYS: usize = 64;
-/// Default capacity of the warning list.
-pub const DEFAULT_WARNINGS: usize = 64;
-/// The most entries one directory listing may hold (nodes, or one node's banks, caches or
-/// links).
-pub const LISTING_CAPACITY: usize = 1024;
+pub use crate::config::{
+    DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
+    DEFAULT_WARNINGS, LISTING_CAPACITY,
+};
 /// A snapshot of the KFD sysfs topology: every key of every file, what libhsakmt derives from
 /// them, and the inconsistencies found — in fixed-capacity tables, without allocation.
 ///

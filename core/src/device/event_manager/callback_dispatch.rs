@@ -4,10 +4,11 @@
 
 use core::sync::atomic::Ordering;
 
-use crate::device::{CALLBACK_CAPACITY, Error, Kfd, MemoryStorage};
+use crate::config::DEFAULT_CALLBACK_CAPACITY;
+use crate::device::{Error, Kfd, MemoryStorage};
 use crate::event::{
-    CallbackId, CallbackRegistry, EventHandle, Filter, Fired, MAX_WAIT_EVENTS, Notification,
-    Timeout, Unregistered, WaitMode, WaitResult, WaitSet, {self},
+    self, CallbackId, CallbackRegistry, EventHandle, Filter, Fired, MAX_WAIT_EVENTS, Notification,
+    Timeout, Unregistered, WaitMode, WaitResult, WaitSet,
 };
 use crate::platform::Platform;
 
@@ -27,7 +28,7 @@ pub struct Dispatched {
 
 /// Settles a collected callback even if the callback panics.
 struct CallGuard<'a> {
-    registry: &'a spin::Mutex<CallbackRegistry<CALLBACK_CAPACITY>>,
+    registry: &'a spin::Mutex<CallbackRegistry<DEFAULT_CALLBACK_CAPACITY>>,
     id: CallbackId,
     called: bool,
 }
@@ -104,7 +105,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.check_open()?;
         let ages = self.ages();
         let wake = EventHandle::from_raw(self.events.wake.load(Ordering::Acquire));
-        let mut filters = [None; CALLBACK_CAPACITY];
+        let mut filters = [None; DEFAULT_CALLBACK_CAPACITY];
         for (slot, f) in filters.iter_mut().zip(self.events.callbacks.lock().filters()) {
             *slot = Some(f);
         }
@@ -160,7 +161,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Runs the callbacks for one notification; returns how many ran.
     pub(super) fn dispatch(&self, note: &Notification) -> usize {
-        let mut ids = [CallbackId::NONE; CALLBACK_CAPACITY];
+        let mut ids = [CallbackId::NONE; DEFAULT_CALLBACK_CAPACITY];
         let n = self.events.callbacks.lock().collect(note.event, note.event_type, &mut ids);
         let mut calls = 0;
         for id in ids.iter().take(n).copied() {

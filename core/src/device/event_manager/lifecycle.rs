@@ -3,10 +3,9 @@
 
 use core::sync::atomic::Ordering;
 
+use crate::config::EVENT_TEARDOWN_BATCH;
 use crate::device::{Error, EventDescriptor, Kfd, MemoryStorage};
-use crate::event::{
-    EVENT_SLOTS, EventHandle, EventRecord, INITIAL_AGE, ResetMode, {self},
-};
+use crate::event::{self, EVENT_SLOTS, EventHandle, EventRecord, INITIAL_AGE, ResetMode};
 use crate::platform::{Ioctl, Platform};
 use crate::uapi::{
     kfd_ioctl_create_event_args, kfd_ioctl_destroy_event_args, kfd_ioctl_set_event_args,
@@ -153,7 +152,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub(crate) fn teardown_events(&self) {
         loop {
             // In batches, so the table lock is never held across an ioctl.
-            let mut batch = [(EventHandle::new(0, 0), 0u32); 64];
+            let mut batch = [(EventHandle::new(0, 0), 0u32); EVENT_TEARDOWN_BATCH];
             let n = {
                 let table = self.events.table.lock();
                 batch.iter_mut().zip(table.iter()).map(|(b, (h, r))| *b = (h, r.id)).count()

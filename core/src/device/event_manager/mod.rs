@@ -84,12 +84,6 @@ use crate::uapi::{kfd_ioctl_reset_event_args, kfd_ioctl_set_event_args, since};
 
 use event_page::{EventPage, PAGE_ABSENT, PAGE_CREATING, PAGE_READY};
 
-/// Events one device holds.
-pub const EVENT_CAPACITY: usize = DEFAULT_EVENT_CAPACITY;
-
-/// Callbacks one device holds.
-pub const CALLBACK_CAPACITY: usize = DEFAULT_CALLBACK_CAPACITY;
-
 /// How long [`Kfd::wait_signal`] spins before blocking unless told otherwise: ROCr's 200 µs.
 pub const DEFAULT_SPIN_NS: u64 = 200_000;
 
@@ -202,14 +196,14 @@ impl EventState {
 
 /// The event state of a [`Kfd`].
 pub(crate) struct Events<M> {
-    table: spin::Mutex<EventTable<EVENT_CAPACITY>>,
+    table: spin::Mutex<EventTable<DEFAULT_EVENT_CAPACITY>>,
     /// Generation of the live event in each table slot, 0 when none (lock-free handle checks).
-    generations: [AtomicU32; EVENT_CAPACITY],
+    generations: [AtomicU32; DEFAULT_EVENT_CAPACITY],
     /// Signal waiters blocked (or about to block) in the kernel, per table slot.
-    sleepers: [AtomicU32; EVENT_CAPACITY],
+    sleepers: [AtomicU32; DEFAULT_EVENT_CAPACITY],
     page_state: AtomicU8,
     page: spin::RwLock<Option<EventPage<M>>>,
-    callbacks: spin::Mutex<CallbackRegistry<CALLBACK_CAPACITY>>,
+    callbacks: spin::Mutex<CallbackRegistry<DEFAULT_CALLBACK_CAPACITY>>,
     /// The dispatcher's wake event (raw handle), 0 when none.
     wake: AtomicU64,
 }
@@ -218,8 +212,8 @@ impl<M> Events<M> {
     pub(crate) const fn new() -> Self {
         Self {
             table: spin::Mutex::new(EventTable::new()),
-            generations: [const { AtomicU32::new(0) }; EVENT_CAPACITY],
-            sleepers: [const { AtomicU32::new(0) }; EVENT_CAPACITY],
+            generations: [const { AtomicU32::new(0) }; DEFAULT_EVENT_CAPACITY],
+            sleepers: [const { AtomicU32::new(0) }; DEFAULT_EVENT_CAPACITY],
             page_state: AtomicU8::new(PAGE_ABSENT),
             page: spin::RwLock::new(None),
             callbacks: spin::Mutex::new(CallbackRegistry::new()),

@@ -8,6 +8,7 @@
 //! GPUVM gets `SET_MEMORY_POLICY` (non-coherent default, coherent alternate aperture over the
 //! coherent SVM aperture), and the `NoAddress` handle window is placed.
 
+use crate::config::{NODE_SET_CAPACITY, SETTING_VALUE_CAPACITY};
 use crate::memory::aperture::{
     ApertureConfig, ApertureKind, SVM_MIN_VM_SIZE, SvmGpu, SvmLayout, SvmPlan, accept_reservation,
     guard_pages_from_env, mem_handle_window, reported_gpus, reservation_attempts, svm_needed,
@@ -17,9 +18,7 @@ use crate::platform::{Ioctl, Platform};
 use crate::topology::{Capability, GfxVersion};
 use crate::uapi::*;
 
-use super::state::{
-    MAX_NODES, MemorySettings, MemoryState, MemoryStorage, NodeInfo, SLAB_SIZE, SvmMode,
-};
+use super::state::{MemorySettings, MemoryState, MemoryStorage, NodeInfo, SLAB_SIZE, SvmMode};
 use super::{Error, Kfd};
 
 /// Reads a variable the way libhsakmt's `getenv` + `strcmp(value, "0")` tests do: `None` when
@@ -27,7 +26,7 @@ use super::{Error, Kfd};
 fn env<'b, H: crate::platform::Host + ?Sized>(
     host: &H,
     name: &str,
-    buf: &'b mut [u8; 32],
+    buf: &'b mut [u8; SETTING_VALUE_CAPACITY],
 ) -> Option<&'b str> {
     let n = host.env_var(name, buf)?;
     core::str::from_utf8(buf.get(..n.min(buf.len()))?).ok()
@@ -40,7 +39,7 @@ fn parse_u32(v: &str) -> Option<u32> {
 
 /// The settings libhsakmt reads in `hsakmt_fmm_init_process_apertures`.
 pub(crate) fn read_settings<H: crate::platform::Host + ?Sized>(host: &H) -> MemorySettings {
-    let mut buf = [0u8; 32];
+    let mut buf = [0u8; SETTING_VALUE_CAPACITY];
     let on = |v: Option<&str>| v.is_some_and(|v| v != "0");
     let disable_cache = on(env(host, "HSA_DISABLE_CACHE", &mut buf));
     let userptr_for_paged_mem = env(host, "HSA_USERPTR_FOR_PAGED_MEM", &mut buf) != Some("0");
@@ -148,7 +147,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
 
     /// Places the `NoAddress` handle window clear of every GPU's apertures.
     fn init_handles(&mut self) {
-        let mut occupied = [(0u64, 0u64); 3 * MAX_NODES];
+        let mut occupied = [(0u64, 0u64); 3 * NODE_SET_CAPACITY];
         for (slot, n) in occupied.chunks_exact_mut(3).zip(self.nodes.iter()) {
             if let [a, b, c] = slot {
                 *a = (n.lds.base, n.lds.limit);
@@ -185,7 +184,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Render nodes, apertures and VMs of every GPU.
     fn open_gpus(&self) -> Result<(), Error> {
-        let mut minors = [(0u32, 0u32); MAX_NODES];
+        let mut minors = [(0u32, 0u32); NODE_SET_CAPACITY];
         let mut count = 0;
         {
             let st = self.memory.lock();
@@ -198,17 +197,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 }
             }
         }
-        let mut fds = [0u32; MAX_NODES];
+        let mut fds = [0u32; NODE_SET_CAPACITY];
         for (fd, &(_, minor)) in fds.iter_mut().zip(minors.iter().take(count)) {
             *fd = self.platform.open_render_node(minor).map_err(Error::Platform)?;
         }
-        let mut apertures = [kfd_process_device_apertures::default(); MAX_NODES];
+        let mut apertures = [kfd_process_device_apertures::default(); NODE_SET_CAPACITY];
         let mut args = kfd_ioctl_get_process_apertures_new_args::default();
         self.raw_ioctl(&mut Ioctl::GetProcessAperturesNew {
             args: &mut args,
             apertures: &mut apertures,
         })?;
-        let mut acquire = [(0u32, 0u32); MAX_NODES];
+        let mut acquire = [(0u32, 0u32); NODE_SET_CAPACITY];
         let mut acquire_count = 0;
         {
             let mut st = self.memory.lock();
@@ -357,7 +356,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// `SET_MEMORY_POLICY` for every GPU with canonical GPUVM.
     fn set_policies(&self) -> Result<(), Error> {
-        let mut calls = [kfd_ioctl_set_memory_policy_args::default(); MAX_NODES];
+        let mut calls = [kfd_ioctl_set_memory_policy_args::default(); NODE_SET_CAPACITY];
         let mut count = 0;
         {
             let st = self.memory.lock();

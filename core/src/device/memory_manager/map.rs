@@ -8,6 +8,7 @@
 //! fails outright, the devices it did map are unmapped again, so the object's mapped set stays
 //! what the kernel has.
 
+use crate::config::NODE_SET_CAPACITY;
 use crate::memory::kfd_flags::{BufferKind, alloc_flags};
 use crate::memory::objects::{KfdHandles, MemoryHandle, MemoryKind};
 use crate::memory::{self, MemFlags, NodeSet, PAGE_SIZE};
@@ -17,7 +18,7 @@ use crate::uapi::{
     kfd_ioctl_map_memory_to_gpu_args, kfd_ioctl_unmap_memory_from_gpu_args,
 };
 
-use super::state::{MAX_NODES, MemoryState, MemoryStorage};
+use super::state::{MemoryState, MemoryStorage};
 use super::{Error, Kfd, MapNodes};
 
 /// What a map call decided under the lock.
@@ -232,7 +233,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if nodes.is_empty() {
             return Ok(());
         }
-        let mut ids = [0u32; MAX_NODES];
+        let mut ids = [0u32; NODE_SET_CAPACITY];
         let n = self.memory.lock().gpu_ids(nodes, &mut ids);
         let ids = ids.get(..n).unwrap_or(&[]);
         for (i, &handle) in handles.as_slice().iter().enumerate() {
@@ -281,7 +282,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if nodes.is_empty() {
             return Ok(());
         }
-        let mut ids = [0u32; MAX_NODES];
+        let mut ids = [0u32; NODE_SET_CAPACITY];
         let n = self.memory.lock().gpu_ids(nodes, &mut ids);
         let ids = ids.get(..n).unwrap_or(&[]);
         for &handle in handles.as_slice() {

@@ -101,9 +101,8 @@ mod svm;
 pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
 pub use query::{MemoryUsage, PointerInfo, PointerKind};
 pub use state::{
-    DEFAULT_MEMORY_OBJECTS, Inline, MAX_NODES, MAX_RESERVATIONS, MemoryPayload, MemorySettings,
-    MemoryStorage, MemoryTables, RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE,
-    SvmMode, VaArray,
+    DEFAULT_MEMORY_OBJECTS, Inline, MemoryPayload, MemorySettings, MemoryStorage, MemoryTables,
+    RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE, SvmMode, VaArray,
 };
 
 use crate::memory::Violation;

@@ -22,11 +22,9 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use super::state::{MemoryState, MemoryStorage};
+use crate::config::PENDING_FREE_SLOTS;
 
-/// Pending entries (concurrent frees beyond this many take the lock a second time, as without
-/// this mechanism).
-pub(crate) const PENDING_SLOTS: usize = 16;
+use super::state::{MemoryState, MemoryStorage};
 
 /// A registered pending operation: where and under which ticket it publishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +36,7 @@ pub(crate) struct Ticket {
 /// Pending operations, with what settling each needs (`E`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pending<E> {
-    entries: [Option<(u32, E)>; PENDING_SLOTS],
+    entries: [Option<(u32, E)>; PENDING_FREE_SLOTS],
     /// Bit `p` set: entry `p` is in use.
     pub(crate) mask: u32,
     /// Bit `p` set: entry `p` is an orphan.
@@ -49,7 +47,7 @@ pub(crate) struct Pending<E> {
 
 impl<E: Copy> Pending<E> {
     pub(crate) const EMPTY: Self =
-        Self { entries: [None; PENDING_SLOTS], mask: 0, orphans: 0, next_ticket: 1 };
+        Self { entries: [None; PENDING_FREE_SLOTS], mask: 0, orphans: 0, next_ticket: 1 };
 
     /// Registers an operation; `None` when every entry is in use.
     #[inline]
@@ -82,7 +80,7 @@ impl<E: Copy> Pending<E> {
 
     /// Takes out the next published operation (orphans are dropped on the way).
     #[inline]
-    fn take_done(&mut self, words: &[AtomicU32; PENDING_SLOTS]) -> Option<E> {
+    fn take_done(&mut self, words: &[AtomicU32; PENDING_FREE_SLOTS]) -> Option<E> {
         let mut mask = self.mask;
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
@@ -142,12 +140,15 @@ impl<E: Copy> Pending<E> {
 pub(crate) struct MemoryLock<M, S: MemoryStorage<M>> {
     state: spin::Mutex<MemoryState<M, S>>,
     /// Entry `p`'s completion word: the ticket of the last free published there.
-    frees: [AtomicU32; PENDING_SLOTS],
+    frees: [AtomicU32; PENDING_FREE_SLOTS],
 }
 
 impl<M, S: MemoryStorage<M>> MemoryLock<M, S> {
     pub(crate) const fn new(state: MemoryState<M, S>) -> Self {
-        Self { state: spin::Mutex::new(state), frees: [const { AtomicU32::new(0) }; PENDING_SLOTS] }
+        Self {
+            state: spin::Mutex::new(state),
+            frees: [const { AtomicU32::new(0) }; PENDING_FREE_SLOTS],
+        }
     }
 
     /// Locks the memory state, settling published frees first.
@@ -171,7 +172,7 @@ impl<M, S: MemoryStorage<M>> MemoryLock<M, S> {
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     /// Settles every published free: its object goes to the recycle cache (or away).
-    fn settle(&mut self, frees: &[AtomicU32; PENDING_SLOTS]) {
+    fn settle(&mut self, frees: &[AtomicU32; PENDING_FREE_SLOTS]) {
         while let Some(handle) = self.pending_frees.take_done(frees) {
             self.forget_freed(handle);
         }
@@ -184,11 +185,12 @@ mod tests {
 
     #[test]
     fn tickets_orphans_and_cancel() {
-        let words: [AtomicU32; PENDING_SLOTS] = [const { AtomicU32::new(0) }; PENDING_SLOTS];
+        let words: [AtomicU32; PENDING_FREE_SLOTS] =
+            [const { AtomicU32::new(0) }; PENDING_FREE_SLOTS];
         let publish = |t: Ticket| words[t.slot as usize].store(t.ticket, Ordering::Release);
         let mut p = Pending::<u32>::EMPTY;
         let tickets: std::vec::Vec<Ticket> =
-            (0..PENDING_SLOTS as u32).map(|i| p.begin(i).unwrap()).collect();
+            (0..PENDING_FREE_SLOTS as u32).map(|i| p.begin(i).unwrap()).collect();
         assert_eq!(p.begin(99), None, "every entry in use");
         assert!(p.consistent());
         // Nothing published yet.

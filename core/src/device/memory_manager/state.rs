@@ -8,6 +8,7 @@
 
 use core::fmt;
 
+use crate::config::{MAX_VA_RANGES, NODE_SET_CAPACITY};
 use crate::memory::aperture::{
     Aperture, ApertureAllocation, ApertureConfig, ApertureKind, ReportedAperture,
 };
@@ -20,32 +21,17 @@ use crate::platform::SharedMemory;
 use super::alloc::AllocPlan;
 use super::pending::Pending;
 
-/// Object capacity of a [`Kfd`](crate::device::Kfd) built with `Kfd::new`: an application with
-/// up to a thousand live buffers (about 0.7 MiB of tables, inline, small enough for a `Box::new`
-/// through an ordinary 8 MiB main-thread stack in debug builds). Build with
-/// [`Kfd::with_memory`](crate::device::Kfd::with_memory) for more.
-pub const DEFAULT_MEMORY_OBJECTS: usize = 1024;
-
-/// The most topology nodes the memory manager tracks (node ids `0..MAX_NODES`).
-pub const MAX_NODES: usize = NodeSet::CAPACITY as usize;
+pub use crate::config::DEFAULT_MEMORY_OBJECTS;
 
 /// Size of each address-space slab reserved for the SVM aperture in slab mode (grown on demand;
 /// a request larger than this reserves a slab of its own size).
 pub const SLAB_SIZE: u64 = 64 << 30;
 
-/// How many reserved ranges (slabs, or the reserved-mode range) are kept for the life of the
-/// device facade.
-pub const MAX_RESERVATIONS: usize = crate::memory::va::MAX_RANGES;
+pub use crate::config::RECYCLE_SHAPES;
 
-/// How many allocation shapes (node, size, alignment, flags) the recycle cache tells apart.
-pub const RECYCLE_SHAPES: usize = 16;
+pub use crate::config::RECYCLE_DEPTH;
 
-/// How many freed allocations of one shape the recycle cache keeps.
-pub const RECYCLE_DEPTH: usize = 8;
-
-/// How many freed allocations the recycle cache keeps in all: the most address ranges and
-/// object slots it holds back, and the most it releases in one flush.
-pub const RECYCLE_CAPACITY: usize = 64;
+pub use crate::config::RECYCLE_CAPACITY;
 
 /// The storage of the memory manager's tables, in the manner of `heapless`: which arrays hold the
 /// object table and the descriptors of each aperture. `M` is the platform's mapping type.
@@ -319,7 +305,7 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     pub(crate) handles: Aperture<S::VaSlots>,
     pub(crate) mode: SvmMode,
     pub(crate) handles_ready: bool,
-    pub(crate) nodes: [NodeInfo; MAX_NODES],
+    pub(crate) nodes: [NodeInfo; NODE_SET_CAPACITY],
     /// GPU nodes whose apertures the kernel reported (the "all GPUs" set).
     pub(crate) gpus: NodeSet,
     pub(crate) settings: MemorySettings,
@@ -329,7 +315,7 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     pub(crate) pending: u32,
     /// Address ranges reserved from the platform, kept for the life of the facade and reused by
     /// the next open (libhsakmt keeps its SVM reservation across close and reopen too).
-    pub(crate) reservations: [(u64, u64); MAX_RESERVATIONS],
+    pub(crate) reservations: [(u64, u64); MAX_VA_RANGES],
     pub(crate) reservation_count: usize,
     /// Freed allocations kept for reuse: retired objects whose address ranges stay reserved.
     pub(crate) recycle: Recycler,
@@ -367,12 +353,12 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             ),
             mode: SvmMode::None,
             handles_ready: false,
-            nodes: [NodeInfo::EMPTY; MAX_NODES],
+            nodes: [NodeInfo::EMPTY; NODE_SET_CAPACITY],
             gpus: NodeSet::EMPTY,
             settings: MemorySettings::DEFAULT,
             is_dgpu: false,
             pending: 0,
-            reservations: [(0, 0); MAX_RESERVATIONS],
+            reservations: [(0, 0); MAX_VA_RANGES],
             reservation_count: 0,
             recycle: RecycleCache::new(),
             claimed: 0,
@@ -389,7 +375,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         self.pending_frees.orphan_all();
         self.mode = SvmMode::None;
         self.handles_ready = false;
-        self.nodes = [NodeInfo::EMPTY; MAX_NODES];
+        self.nodes = [NodeInfo::EMPTY; NODE_SET_CAPACITY];
         self.gpus = NodeSet::EMPTY;
         self.settings = MemorySettings::DEFAULT;
         self.is_dgpu = false;
@@ -438,7 +424,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     }
 
     /// Fills `out` with the gpu_ids of `set` in ascending node order; returns how many.
-    pub(crate) fn gpu_ids(&self, set: NodeSet, out: &mut [u32; MAX_NODES]) -> usize {
+    pub(crate) fn gpu_ids(&self, set: NodeSet, out: &mut [u32; NODE_SET_CAPACITY]) -> usize {
         let mut n = 0;
         for node in set.iter() {
             if let (Some(info), Some(slot)) = (self.nodes.get(node as usize), out.get_mut(n)) {
@@ -592,7 +578,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         self.pending = self.pending.saturating_sub(1);
     }
 
-    /// Records a reserved range (ignored beyond [`MAX_RESERVATIONS`]: it then stays reserved
+    /// Records a reserved range (ignored beyond [`MAX_VA_RANGES`]: it then stays reserved
     /// but is not reused by a later open).
     pub(crate) fn remember_reservation(&mut self, base: u64, size: u64) {
         if let Some(slot) = self.reservations.get_mut(self.reservation_count) {

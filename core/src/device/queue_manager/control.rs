@@ -16,7 +16,7 @@ use crate::uapi::{
 
 use super::doorbell::DoorbellMapping;
 use super::reclaim::MAX_ORPHANED_BUFFERS;
-use super::{MAX_QUEUES, QueueError, QueueHandle, QueueWaveState, RingUpdate};
+use super::{MAX_DEVICE_QUEUES, QueueError, QueueHandle, QueueWaveState, RingUpdate};
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// Destroys a queue (`hsaKmtDestroyQueue`): `AMDKFD_IOC_DESTROY_QUEUE`, then frees the
@@ -223,7 +223,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// Destroys every queue and forgets the doorbell pages (the last close of the device).
     /// Buffers a caller still has views of stay mapped until those views go.
     pub(crate) fn teardown_queues(&self) {
-        let mut handles = [QueueHandle::from_raw(0); MAX_QUEUES];
+        let mut handles = [QueueHandle::from_raw(0); MAX_DEVICE_QUEUES];
         let n = self.queues.lock().table.live_handles(&mut handles);
         for h in handles.iter().take(n) {
             let record = match self.queues.lock().table.take(*h) {

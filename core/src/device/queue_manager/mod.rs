@@ -24,7 +24,7 @@
 //! its handle and frees it at the next queue creation or destruction, or at the last close.
 //!
 //! # Handles
-//! Queues are named by [`QueueHandle`]s — a slot of a fixed table of [`MAX_QUEUES`] and the
+//! Queues are named by [`QueueHandle`]s — a slot of a fixed table of [`MAX_DEVICE_QUEUES`] and the
 //! slot's generation — never by pointers; a destroyed queue's handle is rejected with
 //! [`QueueError::InvalidHandle`]. The table sits behind a spin lock held for bookkeeping only:
 //! ioctls, allocations and mappings happen outside it.
@@ -67,9 +67,7 @@ pub use queue_error::{Engine, QueueError};
 pub use queue_table::QueueHandle;
 pub use reclaim::MAX_ORPHANED_BUFFERS;
 
-/// Capacity of a device's queue table (amdkfd allows 127 queues per GPU — 255 on gfx9.4.3+ —
-/// and 1024 per process).
-pub const MAX_QUEUES: usize = 256;
+pub use crate::config::MAX_DEVICE_QUEUES;
 
 /// Byte offset of the write pointer in a queue's pointers page (`amd_queue_t.write_dispatch_id`).
 pub const WRITE_POINTER_OFFSET: usize = AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET;
@@ -406,7 +404,7 @@ impl<M: SharedMemory> QueueRecord<M> {
 /// The queue state of a [`Kfd`]: the table, the doorbell pages, and the buffers of destroyed
 /// queues still to free.
 pub(crate) struct QueueState<M> {
-    table: Table<QueueRecord<M>, MAX_QUEUES>,
+    table: Table<QueueRecord<M>, MAX_DEVICE_QUEUES>,
     doorbells: DoorbellPages<M>,
     orphans: [Option<MemoryHandle>; MAX_ORPHANED_BUFFERS],
 }
@@ -424,7 +422,7 @@ impl<M: Clone> QueueState<M> {
 impl From<TableError> for QueueError {
     fn from(e: TableError) -> Self {
         match e {
-            TableError::Full => Self::TooManyQueues { capacity: MAX_QUEUES },
+            TableError::Full => Self::TooManyQueues { capacity: MAX_DEVICE_QUEUES },
             TableError::Stale => Self::InvalidHandle,
         }
     }
@@ -449,7 +447,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.queues.lock().table.live_handles(out)
     }
 
-    /// Verifies the queue table (`O(MAX_QUEUES)`; for tests and debug sweeps): its slot
+    /// Verifies the queue table (`O(MAX_DEVICE_QUEUES)`; for tests and debug sweeps): its slot
     /// accounting, that every live record carries its own handle, that no two queues share a
     /// kernel queue id, and that every buffer the library allocated for a queue is a live object
     /// of the memory manager starting at that address.
@@ -458,8 +456,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// The first [`Violation`](crate::memory::Violation) found.
     pub fn check_queue_invariants(&self) -> Result<(), crate::memory::Violation> {
         use crate::memory::Violation;
-        let mut ids = [0u32; MAX_QUEUES];
-        let mut buffers = [(0u32, 0u64); MAX_QUEUES * 4];
+        let mut ids = [0u32; MAX_DEVICE_QUEUES];
+        let mut buffers = [(0u32, 0u64); MAX_DEVICE_QUEUES * 4];
         let (mut n, mut b) = (0usize, 0usize);
         self.queues.lock().table.check(|h, r| {
             let slot = u32::try_from(h.index()).unwrap_or(u32::MAX);

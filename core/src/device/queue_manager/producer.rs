@@ -11,6 +11,7 @@
 
 use core::sync::atomic::Ordering;
 
+use crate::config::SDMA_SUBMIT_BATCH;
 use crate::device::{Kfd, MemoryStorage};
 use crate::platform::{Platform, SharedMemory};
 use crate::queue::aql::PacketWords;
@@ -495,7 +496,7 @@ impl<M: SharedMemory> SdmaQueue<M> {
         let batch = batch_packets(self.ring.size());
         let mut done = 0u64;
         while done < bytes {
-            let mut buf = [SdmaPacket::Nop { dwords: 1 }; 64];
+            let mut buf = [SdmaPacket::Nop { dwords: 1 }; SDMA_SUBMIT_BATCH];
             let mut n = 0;
             while done < bytes && (n as u64) < batch && n < buf.len() {
                 let chunk = (bytes - done).min(per_packet);

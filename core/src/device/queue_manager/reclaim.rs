@@ -9,9 +9,7 @@ use crate::platform::Platform;
 
 use super::{Parts, QueueState};
 
-/// Buffers of destroyed queues the library keeps to free later (see the module docs); beyond
-/// this many, a buffer stays with the memory manager until the last close.
-pub const MAX_ORPHANED_BUFFERS: usize = 64;
+pub use crate::config::MAX_ORPHANED_BUFFERS;
 
 impl<M: Clone> QueueState<M> {
     /// Keeps a buffer to free later; `false` when there is no room.

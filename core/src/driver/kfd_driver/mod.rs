@@ -48,16 +48,9 @@ use super::policy::DriverKind;
 use signal_pool::SignalPool;
 use submission::QueueSlot;
 
-/// Most agents a driver exposes (the topology's node capacity).
-pub const MAX_AGENTS: usize = crate::topology::DEFAULT_NODES;
-/// Most AQL queues a driver keeps.
-pub const MAX_QUEUES: usize = 64;
-/// Completion signals in the pool (64 bytes each, one 64 KiB allocation).
-pub const MAX_SIGNALS: usize = 1024;
-/// Destroyed queues' rings kept for reuse.
-pub const RING_CACHE: usize = 8;
-/// Driver-created events.
-pub const MAX_EVENTS: usize = 256;
+pub use crate::config::{
+    DRIVER_RING_CACHE, MAX_AGENTS, MAX_DRIVER_EVENTS, MAX_DRIVER_QUEUES, MAX_DRIVER_SIGNALS,
+};
 
 const NO_QUEUE: u32 = u32::MAX;
 
@@ -65,9 +58,9 @@ struct State<M: SharedMemory> {
     initialized: bool,
     agents: heapless::Vec<AgentInfo, MAX_AGENTS>,
     peer_links: u32,
-    queues: [QueueSlot<M>; MAX_QUEUES],
-    ring_cache: heapless::Vec<Allocation<M>, RING_CACHE>,
-    events: heapless::Vec<EventHandle, MAX_EVENTS>,
+    queues: [QueueSlot<M>; MAX_DRIVER_QUEUES],
+    ring_cache: heapless::Vec<Allocation<M>, DRIVER_RING_CACHE>,
+    events: heapless::Vec<EventHandle, MAX_DRIVER_EVENTS>,
 }
 
 /// The [`Driver`] over the KFD facade.
@@ -126,7 +119,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> {
             signals: spin::Mutex::new(SignalPool {
                 memory: None,
                 slots: None,
-                events: [None; MAX_SIGNALS],
+                events: [None; MAX_DRIVER_SIGNALS],
             }),
         }
     }
@@ -154,7 +147,7 @@ where
             return Ok(());
         }
         // Queues first (their producers hold mappings), then signals, events, memory.
-        let live: heapless::Vec<QueueId, MAX_QUEUES> = {
+        let live: heapless::Vec<QueueId, MAX_DRIVER_QUEUES> = {
             let st = self.state.read();
             st.queues
                 .iter()
@@ -169,7 +162,7 @@ where
         for q in live {
             let _ = self.destroy_queue(q);
         }
-        let cached: heapless::Vec<Allocation<P::Mapping>, RING_CACHE> =
+        let cached: heapless::Vec<Allocation<P::Mapping>, DRIVER_RING_CACHE> =
             core::mem::take(&mut self.state.write().ring_cache);
         for ring in cached {
             let _ = self.kfd.free(ring);
@@ -183,7 +176,7 @@ where
         let (memory, events) = {
             let mut pool = self.signals.lock();
             pool.slots = None;
-            let events: heapless::Vec<EventHandle, MAX_SIGNALS> =
+            let events: heapless::Vec<EventHandle, MAX_DRIVER_SIGNALS> =
                 pool.events.iter_mut().filter_map(Option::take).collect();
             (pool.memory.take(), events)
         };

@@ -11,15 +11,15 @@ use crate::memory::va::VaSlot;
 use crate::platform::{Platform, SharedMemory};
 use crate::queue::signal::{Mailbox, Signal, SignalInit};
 
-use super::{MAX_SIGNALS, timeout};
+use super::{MAX_DRIVER_SIGNALS, timeout};
 
 pub(super) const SIGNAL_BYTES: u64 = 64;
-pub(super) const POOL_BYTES: u64 = MAX_SIGNALS as u64 * SIGNAL_BYTES;
+pub(super) const POOL_BYTES: u64 = MAX_DRIVER_SIGNALS as u64 * SIGNAL_BYTES;
 
 pub(super) struct SignalPool<M: SharedMemory> {
     pub(super) memory: Option<Allocation<M>>,
-    pub(super) slots: Option<SubAllocator<[VaSlot; 2 * MAX_SIGNALS + 1]>>,
-    pub(super) events: [Option<EventHandle>; MAX_SIGNALS],
+    pub(super) slots: Option<SubAllocator<[VaSlot; 2 * MAX_DRIVER_SIGNALS + 1]>>,
+    pub(super) events: [Option<EventHandle>; MAX_DRIVER_SIGNALS],
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S>
@@ -43,8 +43,12 @@ where
             let _ = self.kfd.free(alloc);
             return Err(e.into());
         }
-        let slots =
-            SubAllocator::new([VaSlot::EMPTY; 2 * MAX_SIGNALS + 1], alloc.addr, POOL_BYTES, 6);
+        let slots = SubAllocator::new(
+            [VaSlot::EMPTY; 2 * MAX_DRIVER_SIGNALS + 1],
+            alloc.addr,
+            POOL_BYTES,
+            6,
+        );
         let mut pool = self.signals.lock();
         match (pool.memory.is_some(), slots) {
             (false, Ok(slots)) => {

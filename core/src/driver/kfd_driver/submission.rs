@@ -14,7 +14,7 @@ use crate::queue::params::QueuePriority;
 use crate::queue::sdma::{PollFunc, SdmaPacket};
 use crate::queue::signal::{Mailbox, VALUE_OFFSET};
 
-use super::{MAX_QUEUES, NO_QUEUE};
+use super::{MAX_DRIVER_QUEUES, NO_QUEUE};
 
 pub(super) struct QueueSlot<M: SharedMemory> {
     pub(super) generation: u32,
@@ -216,8 +216,10 @@ where
     /// Runs the error callbacks of queues that went into error since the last call (a queue
     /// error writes the exception mask into the queue's error word); returns how many ran.
     pub fn poll_queue_errors(&self) -> usize {
-        let mut fired: heapless::Vec<(QueueId, crate::driver::QueueErrorCallback), MAX_QUEUES> =
-            heapless::Vec::new();
+        let mut fired: heapless::Vec<
+            (QueueId, crate::driver::QueueErrorCallback),
+            MAX_DRIVER_QUEUES,
+        > = heapless::Vec::new();
         {
             let mut st = self.state.write();
             for (i, slot) in st.queues.iter_mut().enumerate() {

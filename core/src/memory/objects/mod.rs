@@ -98,13 +98,9 @@ use core::marker::PhantomData;
 use super::avl::{self, Links, NIL, Tree};
 use super::{Error, Violation};
 
-/// A default object capacity that serves 100,000 live allocations.
-pub const DEFAULT_CAPACITY: usize = 1 << 17;
+pub use crate::config::OBJECT_TABLE_CAPACITY;
 
-/// The number of KFD buffer handles one object can hold. libhsakmt splits userptr ranges larger
-/// than [`super::aperture::BIGGEST_SINGLE_BUF_SIZE`] (512 GiB − 2 MiB) into several buffers;
-/// four cover 2 TiB.
-pub const MAX_KFD_HANDLES: usize = 4;
+pub use crate::config::MAX_KFD_HANDLES;
 
 /// A generation-checked reference to an object of an [`ObjectTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
