@@ -76,8 +76,7 @@ use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_core::platform::OpenError;
 use hsakmt_core::queue::params::QueuePriority;
 use hsakmt_core::uapi::*;
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping::{map_anonymous, reserve};
+use hsakmt_hostmem::{HostMapping, map_anonymous, reserve};
 use hsakmt_sim::{CpMode, IoctlFault, SimAccounting, SimMapping, SimPlatform, Trigger};
 
 type K = Kfd<SimPlatform>;
@@ -227,7 +226,7 @@ struct Fx {
     /// Objects to free by address (imports, allocations whose free failed).
     addrs: Vec<u64>,
     registered: Vec<u64>,
-    user: Option<(u64, LinuxMapping)>,
+    user: Option<(u64, HostMapping)>,
     queues: Vec<QueueHandle>,
     events: Vec<EventHandle>,
     callbacks: Vec<CallbackId>,
@@ -329,7 +328,7 @@ fn noop(_: &Notification) {}
 /// keeps a range's attributes until the process ends (the real one drops them when the memory
 /// is unmapped, which the simulator does not see).
 fn svm_range() -> u64 {
-    static RANGE: std::sync::OnceLock<(u64, LinuxMapping)> = std::sync::OnceLock::new();
+    static RANGE: std::sync::OnceLock<(u64, HostMapping)> = std::sync::OnceLock::new();
     RANGE
         .get_or_init(|| {
             let addr = reserve(None, 2 * 4096, 4096).unwrap();

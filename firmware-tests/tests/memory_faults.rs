@@ -7,8 +7,7 @@ use hsakmt_core::device::{Error, Kfd, MapNodes, MemoryUsage};
 use hsakmt_core::error::Errno;
 use hsakmt_core::memory::MemFlags;
 use hsakmt_core::memory::svm_attributes::SvmAttribute;
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping::{map_anonymous, reserve};
+use hsakmt_hostmem::{HostMapping, map_anonymous, reserve};
 use hsakmt_sim::{GpuMemoryUsage, IoctlFault, SimPlatform, Trigger};
 
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
@@ -84,7 +83,7 @@ struct Fixture {
     buffer: u64,
     user: u64,
     fd: u32,
-    _user_memory: LinuxMapping,
+    _user_memory: HostMapping,
 }
 
 fn prepare(kfd: &Kfd<SimPlatform>, op: Op) -> Fixture {

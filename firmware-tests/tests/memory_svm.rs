@@ -5,12 +5,11 @@ use hsakmt_core::device::Error;
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::svm_attributes::{SvmAttribute as A, SvmFlags, SvmLocation as L};
 use hsakmt_core::memory::{self as mem, MemFlags};
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping::{map_anonymous, release, reserve};
+use hsakmt_hostmem::{HostMapping, map_anonymous, release, reserve};
 use hsakmt_sim::SimPlatform;
 
 /// Page-aligned application memory.
-fn pages(n: u64) -> (u64, LinuxMapping) {
+fn pages(n: u64) -> (u64, HostMapping) {
     let base = reserve(None, n * 4096, 4096).unwrap();
     (base, map_anonymous(base, n * 4096).unwrap())
 }

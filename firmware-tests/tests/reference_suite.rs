@@ -150,8 +150,8 @@ fn kfdtest_invalid_node_ids_are_refused() {
         let gpu = kfd.gpu_nodes().unwrap().first().unwrap();
         assert!(kfd.with_topology(|t| t.node_by_user_id(count).is_none()).unwrap());
         let calls = kfd.platform().total_ioctl_calls();
-        let user = hsakmt_linux::mapping::reserve(None, 4096, 4096).unwrap();
-        let _backing = hsakmt_linux::mapping::map_anonymous(user, 4096).unwrap();
+        let user = hsakmt_hostmem::reserve(None, 4096, 4096).unwrap();
+        let _backing = hsakmt_hostmem::map_anonymous(user, 4096).unwrap();
         for bad in [count, 999] {
             let device: [(&str, Result<(), Error>); 6] = [
                 ("alloc", kfd.alloc_memory(bad, 4096, HOST).map(drop)),

@@ -5,7 +5,7 @@ use firmware_tests::with_big_stack;
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{Access, EntryKind, Ioctl, KfdDevice, SharedMemory, SysfsFile};
 use hsakmt_core::uapi::*;
-use hsakmt_linux::mapping::{map_anonymous, reserve};
+use hsakmt_hostmem::{map_anonymous, reserve};
 use hsakmt_sim::{DOORBELL_SLICE, Profile, SimPlatform};
 
 const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;

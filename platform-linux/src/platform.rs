@@ -7,9 +7,11 @@ use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{
     Access, Host, Ioctl, KfdDevice, OpenError, Sysfs, SysfsDir, SysfsFile,
 };
+use hsakmt_hostmem::PidCache;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
+use crate::errno::from_rustix;
 use crate::mapping::{self, LinuxMapping};
 use crate::path::FixedPath;
 use crate::{KFD_DEVICE, SysfsTree, device_node, kfd};
@@ -28,7 +30,7 @@ pub struct LinuxPlatform {
     kfd: AtomicI32,
     open_lock: Mutex<()>,
     render: [AtomicI32; RENDER_MINORS],
-    pid: crate::fork::PidCache,
+    pid: PidCache,
 }
 
 impl core::fmt::Debug for LinuxPlatform {
@@ -62,7 +64,7 @@ impl LinuxPlatform {
             kfd: AtomicI32::new(-1),
             open_lock: Mutex::new(()),
             render: [const { AtomicI32::new(-1) }; RENDER_MINORS],
-            pid: crate::fork::PidCache::new(),
+            pid: PidCache::new(),
         }
     }
 
@@ -154,7 +156,7 @@ impl KfdDevice for LinuxPlatform {
             .map_err(|_| Errno::E2BIG)?;
         let path = FixedPath::new(name.as_bytes())?;
         let fd = rustix::fs::open(path.as_c_str(), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| Errno(e.raw_os_error()))?;
+            .map_err(from_rustix)?;
         let raw = fd.as_raw_fd();
         match slot.compare_exchange(-1, raw, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
@@ -176,11 +178,11 @@ impl KfdDevice for LinuxPlatform {
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
-        mapping::reserve(hint, size, align)
+        hsakmt_hostmem::reserve(hint, size, align)
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
-        mapping::release(addr, size)
+        hsakmt_hostmem::release(addr, size)
     }
 
     fn map_kfd(
@@ -212,6 +214,6 @@ impl KfdDevice for LinuxPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
-        mapping::map_anonymous(addr, size)
+        hsakmt_hostmem::map_anonymous(addr, size).map(LinuxMapping::from)
     }
 }

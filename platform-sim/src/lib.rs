@@ -17,6 +17,7 @@
 //! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
 //! over host memory, so code written against the simulator's GPUs — host kernels in a
 //! [`KernelRegistry`], which both can share — runs on the CPU unchanged.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod fault;

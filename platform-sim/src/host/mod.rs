@@ -58,11 +58,11 @@ use hsakmt_core::driver::{
 };
 use hsakmt_core::error::ErrorKind;
 use hsakmt_core::memory::svm_attributes::SvmAttribute;
-use hsakmt_core::platform::{Host, SharedMemory};
+use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::PacketWords;
 use hsakmt_core::queue::ring::RingError;
 use hsakmt_core::queue::signal::{Signal, SignalKind};
-use hsakmt_linux::{LinuxMapping, LinuxPlatform};
+use hsakmt_hostmem::HostMapping;
 
 pub use events::MAX_HOST_EVENTS;
 pub use memory::{HOST_PAGE, MAX_HOST_SIGNALS};
@@ -79,6 +79,13 @@ use queue::{DOORBELL_BYTES, DmaEngine, HostHooks, HostQueue, processor_priority}
 pub const MAX_HOST_QUEUES: usize = 64;
 /// How long a signal wait spins before it sleeps, in ns.
 pub const HOST_SPIN_NS: u64 = 20_000;
+
+/// `CLOCK_MONOTONIC` in ns: the CPU and system counters of a node without a GPU.
+fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let (s, ns) = (u64::try_from(t.tv_sec).unwrap_or(0), u64::try_from(t.tv_nsec).unwrap_or(0));
+    s.saturating_mul(1_000_000_000).saturating_add(ns)
+}
 
 /// The processors' device id for every CPU agent (`KernelCtx::gpu_id` is 0, as a CPU node's
 /// gpu_id is).
@@ -154,7 +161,6 @@ pub struct HostDriver {
     state: RwLock<State>,
     signals: Mutex<SignalPool>,
     events: Events,
-    clock: LinuxPlatform,
 }
 
 impl fmt::Debug for HostDriver {
@@ -222,7 +228,6 @@ impl HostDriver {
             }),
             signals: Mutex::new(SignalPool::default()),
             events: Events::default(),
-            clock: LinuxPlatform::new(),
         }
     }
 
@@ -310,7 +315,7 @@ impl HostDriver {
         }
     }
 
-    fn signal_view(&self, signal: SignalId) -> Result<(LinuxMapping, usize), DriverError> {
+    fn signal_view(&self, signal: SignalId) -> Result<(HostMapping, usize), DriverError> {
         drop(self.ready()?);
         self.signals().view(signal)
     }
@@ -795,7 +800,7 @@ impl Driver for HostDriver {
             let st = self.ready()?;
             self.agent_in(&st, agent)?;
         }
-        let ns = self.clock.now_ns();
+        let ns = monotonic_ns();
         Ok(ClockCounters { gpu: 0, cpu: ns, system: ns, system_frequency: 1_000_000_000 })
     }
 }

@@ -19,7 +19,7 @@ use hsakmt_core::uapi::{
     kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_version_args,
     kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
 };
-use hsakmt_linux::fork::PidCache;
+use hsakmt_hostmem::PidCache;
 
 use crate::SimPlatform;
 use crate::fault::Faults;
@@ -419,11 +419,11 @@ impl KfdDevice for SimPlatform {
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
-        hsakmt_linux::mapping::reserve(hint, size, align)
+        hsakmt_hostmem::reserve(hint, size, align)
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
-        hsakmt_linux::mapping::release(addr, size)
+        hsakmt_hostmem::release(addr, size)
     }
 
     fn map_kfd(
@@ -464,7 +464,7 @@ impl KfdDevice for SimPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
-        hsakmt_linux::mapping::map_anonymous(addr, size).map(SimMapping::new)
+        hsakmt_hostmem::map_anonymous(addr, size).map(SimMapping::new)
     }
 }
 
@@ -490,9 +490,9 @@ impl SimPlatform {
                 }
                 let at = match addr {
                     Some(a) => a,
-                    None => hsakmt_linux::mapping::reserve(None, size, 4096)?,
+                    None => hsakmt_hostmem::reserve(None, size, 4096)?,
                 };
-                hsakmt_linux::mapping::map_anonymous(at, size)?
+                hsakmt_hostmem::map_anonymous(at, size)?
             }
         };
         Ok(SimMapping::doorbell(memory, sink))
