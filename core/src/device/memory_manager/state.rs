@@ -21,17 +21,11 @@ use crate::platform::SharedMemory;
 use super::alloc::AllocPlan;
 use super::pending::Pending;
 
-pub use crate::config::DEFAULT_MEMORY_OBJECTS;
+pub use crate::config::{DEFAULT_MEMORY_OBJECTS, RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES};
 
 /// Size of each address-space slab reserved for the SVM aperture in slab mode (grown on demand;
 /// a request larger than this reserves a slab of its own size).
 pub const SLAB_SIZE: u64 = 64 << 30;
-
-pub use crate::config::RECYCLE_SHAPES;
-
-pub use crate::config::RECYCLE_DEPTH;
-
-pub use crate::config::RECYCLE_CAPACITY;
 
 /// The storage of the memory manager's tables, in the manner of `heapless`: which arrays hold the
 /// object table and the descriptors of each aperture. `M` is the platform's mapping type.
