@@ -91,6 +91,7 @@ mod node;
 mod parse;
 mod refresh;
 mod snapshot;
+mod storage;
 
 #[cfg(test)]
 mod testing;
@@ -120,6 +121,7 @@ pub use snapshot::{
     DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
     DEFAULT_WARNINGS, LISTING_CAPACITY, NodeView, Topology,
 };
+pub use storage::{TopologyCell, TopologyStorage};
 
 use crate::error::{Errno, ErrorKind};
 use crate::platform::SysfsDir;

@@ -588,7 +588,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// whose ring or pointers the library has no exact mapping of.
     pub fn aql_queue(&self, handle: QueueHandle) -> Result<AqlQueue<P::Mapping>, QueueError> {
         let (mem, queue_id, token) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             if r.info.queue_type != QueueType::ComputeAql {
                 return Err(QueueError::WrongQueueKind);
@@ -616,7 +616,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// doorbell not 8-aligned ([`RingError::Misaligned`]: the 32-bit doorbells before gfx9)
     /// or outside its page ([`RingError::OutOfBounds`]).
     pub fn pm4_queue(&self, handle: QueueHandle) -> Result<Pm4Queue<P::Mapping>, QueueError> {
-        let q = self.queues.lock();
+        let q = self.queues().lock();
         let r = q.table.get(handle)?;
         if r.info.queue_type != QueueType::Compute {
             return Err(QueueError::WrongQueueKind);
@@ -650,7 +650,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// gfx version without an SDMA v4+ engine.
     pub fn sdma_queue(&self, handle: QueueHandle) -> Result<SdmaQueue<P::Mapping>, QueueError> {
         let (mem, gfx, queue_id) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             if !r.info.queue_type.is_sdma() {
                 return Err(QueueError::WrongQueueKind);

@@ -54,6 +54,19 @@ pub use crate::config::{
 
 const NO_QUEUE: u32 = u32::MAX;
 
+impl<M: SharedMemory> State<M> {
+    const fn new() -> Self {
+        State {
+            initialized: false,
+            agents: heapless::Vec::new(),
+            peer_links: 0,
+            queues: [const { QueueSlot { generation: 1, live: None } }; MAX_DRIVER_QUEUES],
+            ring_cache: heapless::Vec::new(),
+            events: heapless::Vec::new(),
+        }
+    }
+}
+
 struct State<M: SharedMemory> {
     initialized: bool,
     agents: heapless::Vec<AgentInfo, MAX_AGENTS>,
@@ -107,21 +120,32 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> {
             kind,
             id,
             kfd,
-            state: spin::RwLock::new(State {
-                initialized: false,
-                agents: heapless::Vec::new(),
-                peer_links: 0,
-                queues: core::array::from_fn(|_| QueueSlot { generation: 1, live: None }),
-                ring_cache: heapless::Vec::new(),
-                events: heapless::Vec::new(),
-            }),
+            state: Self::empty_state(),
             sdma: spin::Mutex::new(heapless::Vec::new()),
-            signals: spin::Mutex::new(SignalPool {
-                memory: None,
-                slots: None,
-                events: [None; MAX_DRIVER_SIGNALS],
-            }),
+            signals: Self::empty_signal_pool(),
         }
+    }
+
+    // Debug builds build a large value in several stack temporaries (over 1 MiB for these
+    // tables); copying a compile-time constant costs one. Optimised builds build them in place,
+    // where a constant would only add its size to the binary.
+
+    #[inline(never)]
+    fn empty_state() -> spin::RwLock<State<P::Mapping>> {
+        #[cfg(debug_assertions)]
+        let state = const { spin::RwLock::new(State::new()) };
+        #[cfg(not(debug_assertions))]
+        let state = spin::RwLock::new(State::new());
+        state
+    }
+
+    #[inline(never)]
+    fn empty_signal_pool() -> spin::Mutex<SignalPool<P::Mapping>> {
+        #[cfg(debug_assertions)]
+        let pool = const { spin::Mutex::new(SignalPool::new()) };
+        #[cfg(not(debug_assertions))]
+        let pool = spin::Mutex::new(SignalPool::new());
+        pool
     }
 
     /// The facade, for everything the trait does not cover.
