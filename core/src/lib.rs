@@ -58,5 +58,6 @@ pub mod event;
 pub mod memory;
 pub mod platform;
 pub mod queue;
+pub mod slot_table;
 pub mod topology;
 pub mod uapi;
