@@ -38,6 +38,7 @@ use crate::platform::{Platform, SharedMemory};
 use crate::queue::aql::PacketWords;
 use crate::queue::params::QueuePriority;
 use crate::queue::signal::Signal;
+use crate::slot_table::SlotTable;
 
 use super::agent::{AgentId, AgentInfo, DriverId, RegionId};
 use super::api::{
@@ -46,13 +47,11 @@ use super::api::{
 };
 use super::policy::DriverKind;
 use signal_pool::SignalPool;
-use submission::QueueSlot;
+use submission::LiveQueue;
 
 pub use crate::config::{
     DRIVER_RING_CACHE, MAX_AGENTS, MAX_DRIVER_EVENTS, MAX_DRIVER_QUEUES, MAX_DRIVER_SIGNALS,
 };
-
-const NO_QUEUE: u32 = u32::MAX;
 
 impl<M: SharedMemory> State<M> {
     const fn new() -> Self {
@@ -60,7 +59,7 @@ impl<M: SharedMemory> State<M> {
             initialized: false,
             agents: heapless::Vec::new(),
             peer_links: 0,
-            queues: [const { QueueSlot { generation: 1, live: None } }; MAX_DRIVER_QUEUES],
+            queues: SlotTable::new(),
             ring_cache: heapless::Vec::new(),
             events: heapless::Vec::new(),
         }
@@ -71,7 +70,7 @@ struct State<M: SharedMemory> {
     initialized: bool,
     agents: heapless::Vec<AgentInfo, MAX_AGENTS>,
     peer_links: u32,
-    queues: [QueueSlot<M>; MAX_DRIVER_QUEUES],
+    queues: SlotTable<LiveQueue<M>, MAX_DRIVER_QUEUES>,
     ring_cache: heapless::Vec<Allocation<M>, DRIVER_RING_CACHE>,
     events: heapless::Vec<EventHandle, MAX_DRIVER_EVENTS>,
 }
@@ -171,18 +170,8 @@ where
             return Ok(());
         }
         // Queues first (their producers hold mappings), then signals, events, memory.
-        let live: heapless::Vec<QueueId, MAX_DRIVER_QUEUES> = {
-            let st = self.state.read();
-            st.queues
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.live.is_some())
-                .map(|(i, s)| QueueId {
-                    index: u32::try_from(i).unwrap_or(NO_QUEUE),
-                    generation: s.generation,
-                })
-                .collect()
-        };
+        let live: heapless::Vec<QueueId, MAX_DRIVER_QUEUES> =
+            self.state.read().queues.iter().map(|(key, _)| key.into()).collect();
         for q in live {
             let _ = self.destroy_queue(q);
         }
