@@ -23,6 +23,7 @@
 //!   platform.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
+//! - [`slot_table`]: the generation-checked slot table behind every handle table.
 //!
 //! # Module names
 //!

@@ -1,6 +1,11 @@
 //! [`SlotTable`]: `N` slots addressed by generation-checked [`SlotKey`]s — the one
-//! implementation behind the handle tables of the device facade (queues, events) and of the
-//! drivers (their queues).
+//! implementation behind the handle tables of the device facade (its queue table and
+//! [`EventTable`](crate::event::EventTable)) and of the drivers (the queues of `KfdDriver` and
+//! of the simulator's host driver). Two tables keep slot logic of their own, for reasons of
+//! their own: the [`CallbackRegistry`](crate::event::CallbackRegistry), whose slots stay pinned
+//! while a dispatcher may still call them, and the memory
+//! [`ObjectTable`](crate::memory::objects::ObjectTable), whose slots are also the nodes of its
+//! address indexes and live in storage its caller chooses.
 //!
 //! A key names one *occupancy* of a slot: every time a slot becomes free its generation
 //! changes, so a key kept after its value was removed never reaches the slot's next value
