@@ -39,7 +39,7 @@ use session::{Session, Usability};
 
 pub use memory_manager::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
-    PointerInfo, PointerKind,
+    NodeApertures, PointerInfo, PointerKind,
 };
 
 pub use clock::ClockSample;

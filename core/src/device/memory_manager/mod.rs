@@ -99,7 +99,7 @@ pub(crate) mod state;
 mod svm;
 
 pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
-pub use query::{MemoryUsage, PointerInfo, PointerKind};
+pub use query::{MemoryUsage, NodeApertures, PointerInfo, PointerKind};
 pub use state::{
     DEFAULT_MEMORY_OBJECTS, Inline, MemoryPayload, MemorySettings, MemoryStorage, MemoryTables,
     RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE, SvmMode, VaArray,
