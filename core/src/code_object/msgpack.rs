@@ -1,10 +1,10 @@
 //! A bounded, allocation-free MessagePack reader over a borrowed byte slice.
 //!
-//! Values borrow from the input: strings and binaries are sub-slices, arrays and maps are
-//! cursors that decode their elements on demand. Every read is bounds-checked and every loop
-//! consumes at least one input byte per step, so the work is bounded by the input length;
-//! nesting deeper than [`MAX_METADATA_DEPTH`] is an error, so skipping a value needs no recursion and
-//! a fixed, small stack.
+//! Values borrow from the input: strings and binaries are sub-slices, arrays and maps are cursors
+//! that decode their elements on demand. Every read is bounds-checked and every loop consumes at
+//! least one input byte per step, so the work is bounded by the input length; nesting deeper than
+//! [`MAX_METADATA_DEPTH`] is an error, so skipping a value needs no recursion and a fixed, small
+//! stack.
 //!
 //! The format is the MessagePack specification's (<https://msgpack.org>): nil, booleans,
 //! integers (fixint, `uint 8..64`, `int 8..64`), floats (32, 64), strings (`fixstr`,

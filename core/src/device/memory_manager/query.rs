@@ -262,7 +262,8 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         Ok(self.memory.lock().gpu(node)?.peers)
     }
 
-    /// Every GPU node the kernel reported apertures for (what [`MapNodes::All`](super::MapNodes::All) maps).
+    /// Every GPU node the kernel reported apertures for (what
+    /// [`MapNodes::All`](super::MapNodes::All) maps).
     ///
     /// # Errors
     /// [`Error::NotOpened`] / [`Error::ForkedChild`].
