@@ -202,12 +202,12 @@ impl SimBuilder {
 #[inline(never)]
 fn empty_topology() -> Box<Topology> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
-    // compile-time constant costs one. Optimised builds build it in place, where a constant
-    // would only add its size to the binary.
+    // compile-time constant costs one. Release builds allocate first and build it there, where
+    // a constant would only add its size to the binary.
     #[cfg(debug_assertions)]
     let topo = Box::new(const { Topology::new() });
     #[cfg(not(debug_assertions))]
-    let topo = Box::new(Topology::new());
+    let topo = Box::write(Box::new_uninit(), Topology::new());
     topo
 }
 
