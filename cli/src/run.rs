@@ -13,16 +13,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::{self, SignalCondition};
+use hsakmt_core::driver::policy::DRIVER_ENV;
 use hsakmt_core::driver::{
     AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, Driver, DriverError,
-    DriverId, DriverKind, KfdDriver, Policy, QueueId, QueueParams, RegionId, RegionKind, Registry,
-    SignalId, Waited, policy::DRIVER_ENV,
+    DriverId, DriverKind, Policy, QueueId, QueueParams, RegionId, RegionKind, Registry, SignalId,
+    Waited,
 };
 use hsakmt_core::platform::SharedMemory as _;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch, PacketWords};
 use hsakmt_core::topology;
-use hsakmt_linux::{LinuxPlatform, latency};
+use hsakmt_linux::{LinuxPlatform, boxed_driver, latency};
 use hsakmt_sim::{
     CpMode, HostDriver, KernelCtx, KernelFault, KernelRegistry, Profile, SimPlatform,
 };
@@ -513,15 +515,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
         return crate::profiles::print();
     }
     let plan = Plan::new(args)?;
-    // The device facades are large; run on a thread with room for them in debug builds.
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || detect_and_run(args, &plan))
-            .map_err(|e| Failure::from(e.to_string()))?
-            .join()
-            .map_err(|_| Failure::from("the run panicked"))?
-    })
+    detect_and_run(args, &plan)
 }
 
 /// A detection failure that the configuration caused (a malformed `HSA_OVERRIDE_GFX_VERSION`):
@@ -598,8 +592,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let sim = builder.build();
     let armed = inject::Armed::arm(&sim, &plan.faults);
     let probe = sim.clone();
-    let kfd = Box::new(KfdDriver::new(DriverKind::Kfd, DriverId(0), LinuxPlatform::new()));
-    let simulated = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(1), sim));
+    let kfd =
+        boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
+    let simulated = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
     let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();

@@ -4,11 +4,9 @@
 //! threaded engines a copy may finish while the waiter still spins, and the count of
 //! `WAIT_EVENTS` calls depends on the host's speed.
 
-use firmware_tests::with_big_stack;
+use firmware_tests::driver;
 use hsakmt_core::device::SignalCondition;
-use hsakmt_core::driver::{
-    AgentKind, Driver, DriverError, DriverId, DriverKind, KfdDriver, RegionKind, Waited,
-};
+use hsakmt_core::driver::{AgentKind, Driver, DriverError, DriverKind, RegionKind, Waited};
 use hsakmt_core::error::Errno;
 use hsakmt_core::uapi::{_IOC_NR, AMDKFD_IOC_WAIT_EVENTS};
 use hsakmt_sim::{CpMode, IoctlFault, Profile, SimPlatform, Trigger};
@@ -26,7 +24,7 @@ fn on_wait_sim() -> SimPlatform {
 /// `WAIT_EVENTS` calls each one issued.
 fn copy_and_wait(sim: &SimPlatform, rounds: usize) -> Vec<(Result<(), DriverError>, u64)> {
     let waits = || sim.ioctl_calls(_IOC_NR(AMDKFD_IOC_WAIT_EVENTS));
-    let d = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(0), sim.clone()));
+    let d = driver(DriverKind::Sim, sim.clone());
     d.init().expect("init");
     let gpu = (0..d.agent_count())
         .filter_map(|i| d.agent(i))
@@ -65,30 +63,26 @@ fn copy_and_wait(sim: &SimPlatform, rounds: usize) -> Vec<(Result<(), DriverErro
 
 #[test]
 fn each_wait_is_one_wait_events_call() {
-    with_big_stack(|| {
-        let sim = on_wait_sim();
-        let waits = copy_and_wait(&sim, 6);
-        assert!(waits.iter().all(|(r, calls)| r.is_ok() && *calls == 1), "{waits:?}");
-    });
+    let sim = on_wait_sim();
+    let waits = copy_and_wait(&sim, 6);
+    assert!(waits.iter().all(|(r, calls)| r.is_ok() && *calls == 1), "{waits:?}");
 }
 
 #[test]
 fn a_wait_events_fault_fails_the_same_wait_every_run() {
-    with_big_stack(|| {
-        for _ in 0..3 {
-            let sim = on_wait_sim();
-            let id = sim.inject(IoctlFault {
-                nr: Some(_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)),
-                errno: Errno::EIO,
-                trigger: Trigger::Nth(3),
-            });
-            let waits = copy_and_wait(&sim, 5);
-            let failed: Vec<usize> =
-                waits.iter().enumerate().filter(|(_, (r, _))| r.is_err()).map(|(i, _)| i).collect();
-            assert_eq!(failed, [2], "{waits:?}");
-            assert!(waits[2].0.as_ref().unwrap_err().to_string().contains("EIO"));
-            let record = sim.fault_record(id).unwrap();
-            assert_eq!((record.calls, record.fired), (3, 1));
-        }
-    });
+    for _ in 0..3 {
+        let sim = on_wait_sim();
+        let id = sim.inject(IoctlFault {
+            nr: Some(_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)),
+            errno: Errno::EIO,
+            trigger: Trigger::Nth(3),
+        });
+        let waits = copy_and_wait(&sim, 5);
+        let failed: Vec<usize> =
+            waits.iter().enumerate().filter(|(_, (r, _))| r.is_err()).map(|(i, _)| i).collect();
+        assert_eq!(failed, [2], "{waits:?}");
+        assert!(waits[2].0.as_ref().unwrap_err().to_string().contains("EIO"));
+        let record = sim.fault_record(id).unwrap();
+        assert_eq!((record.calls, record.fired), (3, 1));
+    }
 }

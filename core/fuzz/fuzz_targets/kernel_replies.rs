@@ -11,11 +11,11 @@
 //! every operation.
 #![no_main]
 
-use hsakmt_core::device::queue::{QueueDesc, QueueHandle, QueueType};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueHandle, QueueType};
 use hsakmt_core::device::{Allocation, EventDescriptor, Kfd, MapNodes};
 use hsakmt_core::event::{EventHandle, EventType, Timeout, WaitMode, WaitSet};
 use hsakmt_core::memory::MemFlags;
-use hsakmt_core::memory::svm::SvmAttribute;
+use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core_fuzz::Mem;
 use hsakmt_core_fuzz::lying_kernel::{GPU_NODE, LyingKernel, MAX_MAPPING};
