@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use clap::Args;
 use hsakmt_core::platform::EntryKind;
 use hsakmt_core::topology::{
-    CacheKey, HeapType, IoLinkType, Link, LinkKey, LinkOrigin, NodeKey, NodeKind, NodeView, Owner,
-    READ_BUFFER, SystemKey, Topology,
+    CacheKey, EntryEnumeration, HeapType, IoLinkType, Link, LinkKey, LinkOrigin, NodeKey, NodeKind,
+    NodeView, Options, Owner, READ_BUFFER, SystemKey, Topology,
 };
 use serde_json::{Map, Value, json};
 
@@ -26,7 +26,10 @@ pub(crate) struct InfoArgs {
     dot: bool,
 }
 
-/// Takes a snapshot from `source` into a boxed topology.
+/// Takes a snapshot from `source` into a boxed topology. A tree on disk or a simulator
+/// profile is a capture, perhaps edited: its directories are listed, so entries its `*_count`
+/// keys do not mention are read and the disagreement is a warning. The live kernel's tree is
+/// read as the library reads it, trusting the counts it prints.
 pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
     // compile-time constant costs one. Release builds allocate first and build it there, where
@@ -36,7 +39,10 @@ pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     #[cfg(not(debug_assertions))]
     let mut topo = Box::write(Box::new_uninit(), Topology::new());
     let mut buf = vec![0u8; READ_BUFFER];
-    topo.refresh(source, source, &mut buf)
+    let entries =
+        if source.is_live() { EntryEnumeration::TrustCounts } else { EntryEnumeration::List };
+    let options = Options { entries, ..Options::DEFAULT };
+    topo.refresh_with(source, source, &mut buf, &options)
         .map_err(|e| format!("cannot read the topology of {}: {e}", source.describe()))?;
     Ok(topo)
 }
@@ -531,7 +537,7 @@ mod tests {
         /// character of the tree reaches a terminal.
         #[test]
         fn renderers_take_any_tree(tree in tree()) {
-            let mut topo = Box::new(Topology::new());
+            let mut topo = Box::new(const { Topology::new() });
             let mut buf = vec![0u8; READ_BUFFER];
             if topo.refresh(&tree, &tree, &mut buf).is_err() {
                 return Ok(());

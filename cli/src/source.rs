@@ -23,8 +23,8 @@ pub(crate) struct SourceArgs {
 
 /// A platform for topology reads: the real (or a captured) tree, or the simulator.
 pub(crate) enum Source {
-    /// The Linux platform (real tree or `--sysfs DIR`).
-    Linux(Box<LinuxPlatform>, String),
+    /// The Linux platform: the kernel's tree (`true`) or a tree on disk (`--sysfs DIR`).
+    Linux(Box<LinuxPlatform>, String, bool),
     /// The simulator over a profile.
     Sim(Box<SimPlatform>, String),
 }
@@ -57,6 +57,7 @@ impl Source {
             return Ok(Self::Linux(
                 Box::new(LinuxPlatform::with_sysfs(tree)),
                 format!("sysfs tree {shown}"),
+                false,
             ));
         }
         if let Some(name) = &args.sim {
@@ -66,6 +67,7 @@ impl Source {
             return Ok(Self::Linux(
                 Box::new(LinuxPlatform::new()),
                 format!("this machine ({KFD_TOPOLOGY_ROOT})"),
+                true,
             ));
         }
         crate::note!(
@@ -87,22 +89,27 @@ impl Source {
     /// A human description of the source.
     pub(crate) fn describe(&self) -> &str {
         match self {
-            Self::Linux(_, d) | Self::Sim(_, d) => d,
+            Self::Linux(_, d, _) | Self::Sim(_, d) => d,
         }
+    }
+
+    /// Whether this is the running kernel's tree (not a capture or a profile).
+    pub(crate) fn is_live(&self) -> bool {
+        matches!(self, Self::Linux(_, _, true))
     }
 }
 
 impl Sysfs for Source {
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
         match self {
-            Self::Linux(p, _) => p.read_file(file, buf),
+            Self::Linux(p, ..) => p.read_file(file, buf),
             Self::Sim(p, _) => p.read_file(file, buf),
         }
     }
 
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
         match self {
-            Self::Linux(p, _) => p.list_dir(dir, out),
+            Self::Linux(p, ..) => p.list_dir(dir, out),
             Self::Sim(p, _) => p.list_dir(dir, out),
         }
     }
@@ -111,7 +118,7 @@ impl Sysfs for Source {
 impl Host for Source {
     fn now_ns(&self) -> u64 {
         match self {
-            Self::Linux(p, _) => p.now_ns(),
+            Self::Linux(p, ..) => p.now_ns(),
             Self::Sim(p, _) => p.now_ns(),
         }
     }
@@ -122,7 +129,7 @@ impl Host for Source {
 
     fn env_var(&self, name: &str, buf: &mut [u8]) -> Option<usize> {
         match self {
-            Self::Linux(p, _) => p.env_var(name, buf),
+            Self::Linux(p, ..) => p.env_var(name, buf),
             Self::Sim(p, _) => p.env_var(name, buf),
         }
     }

@@ -355,3 +355,109 @@ fn odd_arguments_never_panic() {
         assert!(!text(&out.stderr).contains('\u{1b}'), "{args:?}: raw escape");
     }
 }
+
+// --- Trees no kernel makes ----------------------------------------------------------------------
+
+/// Replaces `key`'s line in the `properties` file at `rel` with `key value`.
+fn set_key(dir: &TempDir, rel: &str, key: &str, value: &str) {
+    let path = dir.path().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out: Vec<String> = text
+        .lines()
+        .filter(|l| l.split_whitespace().next() != Some(key))
+        .map(str::to_string)
+        .collect();
+    out.push(format!("{key} {value}"));
+    std::fs::write(path, out.join("\n") + "\n").unwrap();
+}
+
+fn info_json(dir: &TempDir) -> Value {
+    let out = output(&mut cmd(&["info", "--sysfs", dir.str(), "--json"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn warnings(doc: &Value) -> Vec<String> {
+    doc["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn counts_that_disagree_with_the_directories_are_warned_and_nothing_is_hidden() {
+    let dir = tree("counts", "mi308x-8gpu-cpx");
+    set_key(&dir, "nodes/2/properties", "mem_banks_count", "0");
+    set_key(&dir, "nodes/3/properties", "caches_count", "2");
+    let doc = info_json(&dir);
+    let node = |n: u64| doc["nodes"].as_array().unwrap().iter().find(|v| v["node"] == n).unwrap();
+    assert_eq!(node(2)["mem_banks"].as_array().unwrap().len(), 1, "the bank is still read");
+    assert_eq!(node(3)["caches"].as_array().unwrap().len(), 46, "every cache is read");
+    let w = warnings(&doc);
+    assert!(
+        w.contains(&"nodes/2/mem_banks/: `mem_banks_count` is 0 but 1 directories exist".into()),
+        "{w:#?}"
+    );
+    assert!(
+        w.contains(&"nodes/3/caches/: `caches_count` is 2 but 46 directories exist".into()),
+        "{w:#?}"
+    );
+}
+
+#[test]
+fn a_phantom_node_directory_is_not_a_node() {
+    let dir = tree("phantom", "mi25-vega10-rocm18");
+    std::fs::rename(dir.path().join("nodes/1"), dir.path().join("nodes/01")).unwrap();
+    let doc = info_json(&dir);
+    let ids: Vec<u64> =
+        doc["nodes"].as_array().unwrap().iter().map(|n| n["node"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [0], "nodes/01 is not node 1");
+    assert!(warnings(&doc).iter().any(|w| w.contains("node_to 1 is no node")), "{doc}");
+}
+
+#[test]
+fn impossible_values_are_warned_about() {
+    let dir = tree("values", "mi308x-8gpu-cpx");
+    std::fs::write(dir.path().join("nodes/3/gpu_id"), "24248\n").unwrap(); // node 2's
+    std::fs::write(dir.path().join("nodes/4/gpu_id"), "0\n").unwrap();
+    std::fs::write(dir.path().join("nodes/5/name"), b"bad\xff\xfename\n").unwrap();
+    set_key(&dir, "nodes/6/properties", "gfx_target_version", "12345678");
+    set_key(&dir, "nodes/7/io_links/0/properties", "node_to", "7");
+    set_key(&dir, "nodes/8/io_links/0/properties", "type", "77");
+    set_key(&dir, "nodes/9/properties", "simd_count", "123456789012345678901234567890");
+    std::fs::write(dir.path().join("generation_id"), "x1\n").unwrap();
+    let doc = info_json(&dir);
+    let w = warnings(&doc);
+    for want in [
+        "nodes/3/gpu_id: gpu_id 24248 is also node 2's",
+        "nodes/4/gpu_id: a GPU with gpu_id 0 cannot be reached",
+        "nodes/5/name: name is not UTF-8",
+        "nodes/6/properties: gfx_target_version 12345678 is no gfx version",
+        "nodes/7/io_links/0/properties: links the node to itself",
+        "nodes/8/io_links/0/properties: link type 77 is not a known type",
+        "`simd_count` does not fit 64 bits",
+        "generation_id: is not a decimal number",
+    ] {
+        assert!(w.iter().any(|x| x.contains(want)), "{want:?} in {w:#?}");
+    }
+    let node5 = doc["nodes"].as_array().unwrap().iter().find(|v| v["node"] == 5).unwrap();
+    assert_eq!(node5["name"], "bad\u{fffd}\u{fffd}name", "shown, not null");
+}
+
+#[test]
+fn a_tree_beyond_the_node_capacity_is_read_as_far_as_it_allows() {
+    let dir = TempDir::new("wide");
+    std::fs::write(dir.path().join("generation_id"), "1\n").unwrap();
+    for n in 0..140 {
+        let node = dir.path().join(format!("nodes/{n}"));
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("gpu_id"), "0\n").unwrap();
+        std::fs::write(node.join("name"), "\n").unwrap();
+        std::fs::write(node.join("properties"), "cpu_cores_count 1\nsimd_count 0\n").unwrap();
+    }
+    let doc = info_json(&dir);
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 136);
+    assert_eq!(doc["nodes"][135]["node"], 135, "the lowest-numbered nodes are kept");
+    let w = warnings(&doc);
+    assert!(
+        w.contains(&"nodes/: the `nodes` table is full (capacity 136): 4 left out".into()),
+        "{w:#?}"
+    );
+}
