@@ -92,6 +92,7 @@ mod parse;
 mod refresh;
 mod snapshot;
 mod storage;
+mod validate;
 
 #[cfg(test)]
 mod testing;

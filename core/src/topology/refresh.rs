@@ -17,6 +17,7 @@ use super::node::{
 };
 use super::parse::{self, Item, Line, Lines, SIBLING_MAP_CAPACITY};
 use super::snapshot::{LISTING_CAPACITY, Topology};
+use super::validate::check_gfx_target_version;
 use super::{Error, Table};
 
 pub use crate::config::{GENERATION_RETRIES, MIN_READ_BUFFER, READ_BUFFER};
@@ -877,15 +878,7 @@ impl<
                 continue;
             }
             any_gpu = true;
-            if let Some(v) = node.props.gfx_target_version()
-                && v != 0
-                && GfxVersion::from_target_version(v).is_none()
-            {
-                self.diag.file(
-                    SysfsFile::NodeProperties(node.sysfs_id),
-                    WarningKind::ImpossibleGfxVersion { value: u64::from(v) },
-                );
-            }
+            check_gfx_target_version(node, &mut self.diag);
             node.gfx = gfx::resolve(node.props.gfx_target_version(), node.props.device_id());
             if node.gfx.is_none() {
                 self.diag.file(
@@ -920,26 +913,6 @@ impl<
         Ok(())
     }
 
-    /// Warns about GPU nodes that cannot be reached by their `gpu_id`: 0, or one an earlier
-    /// node already has.
-    fn check_gpu_ids(&mut self) {
-        for (i, node) in self.nodes.iter().enumerate() {
-            let Some(gpu_id) = node.gpu_id else { continue };
-            let file = SysfsFile::GpuId(node.sysfs_id);
-            if gpu_id == 0 {
-                if node.has_gpu() {
-                    self.diag.file(file, WarningKind::GpuIdZero);
-                }
-                continue;
-            }
-            let earlier = self.nodes.get(..i).unwrap_or_default();
-            if let Some(first) = earlier.iter().find(|n| n.gpu_id == Some(gpu_id)) {
-                self.diag
-                    .file(file, WarningKind::DuplicateGpuId { gpu_id, first_node: first.sysfs_id });
-            }
-        }
-    }
-
     /// libhsakmt's CPU-mediated GPU links, as far as the link table holds.
     fn derive_links(&mut self) {
         self.derived = true;
@@ -971,33 +944,5 @@ impl<
             }
         }
         self.leave_out(Table::Links, left_out);
-    }
-
-    /// Counts `n` entries left out of a full `table` (warned about once per table when the
-    /// walk ends).
-    fn leave_out(&mut self, table: Table, n: usize) {
-        if let Some(c) = self.left_out.get_mut(table as usize) {
-            *c = c.saturating_add(to_u32(n));
-        }
-    }
-
-    /// One [`WarningKind::Truncated`] per table that was full.
-    fn warn_truncated(&mut self) {
-        for table in Table::ALL {
-            let left_out = self.left_out.get(table as usize).copied().unwrap_or(0);
-            if left_out > 0 {
-                let capacity = to_u32(match table {
-                    Table::Nodes => NODES,
-                    Table::MemBanks => BANKS,
-                    Table::Caches => CACHES,
-                    Table::Links => LINKS,
-                    Table::Listing => LISTING_CAPACITY,
-                });
-                self.diag.warn(
-                    Location::Dir(SysfsDir::Nodes),
-                    WarningKind::Truncated { table, capacity, left_out },
-                );
-            }
-        }
     }
 }
