@@ -169,12 +169,22 @@ fn a_fifo_in_the_topology_tree_is_an_error_naming_it_not_a_hang() {
             "{file}: {report}"
         );
     }
-    // A directory where a file should be.
+    // A directory where a file should be; a symbolic link that points at itself.
     let dir = tree("dir", "mi25-vega10-rocm18");
     std::fs::remove_file(dir.path().join("nodes/1/properties")).unwrap();
     std::fs::create_dir(dir.path().join("nodes/1/properties")).unwrap();
+    std::fs::remove_file(dir.path().join("nodes/1/name")).unwrap();
+    std::os::unix::fs::symlink("name", dir.path().join("nodes/1/name")).unwrap();
     let out = within(&mut cmd(&["info", "--sysfs", dir.str()]), Duration::from_secs(20));
-    assert!(text(&out.stdout).contains("nodes/1/properties: read failed: EISDIR"));
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("nodes/1/properties: read failed: EISDIR (is a directory)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("nodes/1/name: read failed: ELOOP (too many levels of symbolic links)"),
+        "every errno is named: {report}"
+    );
 }
 
 // --- Wrong answers that look right --------------------------------------------------------------

@@ -1083,6 +1083,23 @@ fn a_tree_beyond_a_capacity_is_read_as_far_as_it_allows() {
 }
 
 #[test]
+fn a_directory_beyond_the_listing_capacity_is_read_from_its_lowest_numbers() {
+    let mut fs = MemSysfs::new();
+    fs.insert("nodes/0/properties", b"cpu_cores_count 1\nsimd_count 0\n");
+    let extra = 6;
+    for i in 0..LISTING_CAPACITY + extra {
+        fs.insert(&format!("nodes/0/caches/{i}/properties"), b"level 1\n");
+    }
+    let mut t: Box<Topology<4, 4, 2048, 16>> = boxed_with();
+    let mut buf = [0u8; MIN_READ_BUFFER];
+    t.refresh_with(&fs, &TestHost::default(), &mut buf, &LIST).unwrap();
+    let caches = t.node(0).unwrap().caches();
+    assert_eq!(caches.len(), LISTING_CAPACITY);
+    assert_eq!(caches.last().unwrap().index(), (LISTING_CAPACITY - 1) as u32);
+    assert_eq!(truncated(&t, Table::Listing), Some((LISTING_CAPACITY as u32, extra as u32)));
+}
+
+#[test]
 fn derived_links_count_against_capacity() {
     let fs = two_socket_tree(1, 32, false);
     let host = TestHost::default();
