@@ -10,6 +10,7 @@ pub(crate) mod goal;
 mod memory;
 mod queue;
 mod stats;
+mod submit;
 mod topology;
 
 use clap::{Args, ValueEnum};
