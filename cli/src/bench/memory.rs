@@ -38,7 +38,8 @@ use super::{Row, Samples};
 /// Object capacity of the benchmark's device facades.
 const CAPACITY: usize = 131_072;
 const LIVE: [(usize, &str); 3] = [(1, "live_1"), (1_000, "live_1k"), (100_000, "live_100k")];
-const CPU_NODE: u32 = 0;
+/// The CPU node's id.
+pub(super) const CPU_NODE: u32 = 0;
 
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -194,7 +195,7 @@ impl KfdDevice for Counting {
 
 /// A CPU "mapping" that maps nothing (the bookkeeping rows never touch memory).
 #[derive(Debug, Clone)]
-struct NoMapping {
+pub(super) struct NoMapping {
     addr: u64,
     len: usize,
 }
@@ -225,9 +226,16 @@ impl SharedMemory for NoMapping {
 
 /// The simulator for opening (topology, apertures, VMs), answering the memory ioctls and CPU
 /// mappings instantly: what is left of an alloc + free pair is the library's own work.
-struct Instant0 {
+pub(super) struct Instant0 {
     inner: SimPlatform,
     next: AtomicU64,
+}
+
+impl Instant0 {
+    /// Over a default simulator.
+    pub(super) fn new() -> Self {
+        Instant0 { inner: SimPlatform::new(), next: AtomicU64::new(1) }
+    }
 }
 
 impl Sysfs for Instant0 {
@@ -386,7 +394,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     let gpu_node = full.gpu_nodes().map_err(|e| e.to_string())?.first().ok_or("no GPU")?;
     let gpu_id = sim.gpu_ids().first().copied().ok_or("no GPU")?;
 
-    let null = Instant0 { inner: SimPlatform::new(), next: AtomicU64::new(1) };
+    let null = Instant0::new();
     let book: Box<Kfd<Instant0, BoxedMemory>> =
         Box::new(Kfd::with_memory(null, boxed_tables(CAPACITY)));
     book.open().map_err(|e| e.to_string())?;
@@ -482,6 +490,8 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
         book.free_memory(addr).map_err(|e| e.to_string())?;
     }
     let _ = sim.release_va(reference_va, REFERENCE_RANGE);
+    drop((full, book));
+    rows.extend(super::mixed::rows(scale)?);
     Ok(rows)
 }
 

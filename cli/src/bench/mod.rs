@@ -8,6 +8,7 @@ mod check;
 mod event;
 pub(crate) mod goal;
 mod memory;
+mod mixed;
 mod queue;
 mod stats;
 mod submit;
