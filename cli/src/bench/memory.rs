@@ -91,12 +91,24 @@ const KINDS: [&str; 13] = [
 ];
 
 /// The simulator, counting every platform call by kind (clock and environment reads too).
-struct Counting {
+pub(super) struct Counting {
     inner: SimPlatform,
     counts: Arc<[AtomicU64; 15]>,
 }
 
 impl Counting {
+    /// `inner` counted, and a second handle on the counts.
+    pub(super) fn new(inner: SimPlatform) -> (Self, Self) {
+        let counts = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        let handle = Counting { inner: inner.clone(), counts: Arc::clone(&counts) };
+        (Counting { inner, counts }, handle)
+    }
+
+    /// Every call counted so far.
+    pub(super) fn total(&self) -> u64 {
+        self.snapshot().iter().sum()
+    }
+
     fn bump(&self, kind: usize) {
         if let Some(c) = self.counts.get(kind) {
             c.fetch_add(1, Ordering::Relaxed);
@@ -400,11 +412,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     book.open().map_err(|e| e.to_string())?;
 
     // Platform calls of one pair, by kind.
-    let counting = Counting {
-        inner: SimPlatform::new(),
-        counts: Arc::new(std::array::from_fn(|_| AtomicU64::new(0))),
-    };
-    let counter = Counting { inner: counting.inner.clone(), counts: Arc::clone(&counting.counts) };
+    let (counting, counter) = Counting::new(SimPlatform::new());
     let counted: Box<Kfd<Counting, BoxedMemory>> =
         Box::new(Kfd::with_memory(counting, boxed_tables(64)));
     counted.open().map_err(|e| e.to_string())?;

@@ -149,6 +149,17 @@ impl Row {
         self
     }
 
+    /// Records the counts of a hot path's run: `packets` (or operations) measured, heap
+    /// `allocations` made among them, and the platform calls (system calls) when counted.
+    pub(crate) fn counts(mut self, packets: u64, allocations: u64, calls: Option<u64>) -> Self {
+        self.extra.insert("packets".into(), packets.into());
+        self.extra.insert("allocations".into(), allocations.into());
+        if let Some(c) = calls {
+            self.extra.insert("platform_calls".into(), c.into());
+        }
+        self
+    }
+
     /// Adds the goals this row is held to, written `"ratio <= 1.25"` or
     /// `"p50 <= 250 ns, p99.9 <= 2 us"` (parsed by [`Goal::parse`]; a goal that does not parse
     /// is invalid and fails `--check`).

@@ -19,6 +19,12 @@
 //!   simulator (step mode, drained between rounds), next to the facade's multi-producer submit
 //!   on a queue of a second simulated device: the driver layer's own cost over the facade, both
 //!   paying the simulator's doorbell. Goal ratio ≤ 1.5.
+//!
+//! Every row counts, over all its library rounds, the heap allocations made (the binary's
+//! counting global allocator) and — for the driver, whose platform is wrapped to count every
+//! call — the platform calls, the only way core reaches the kernel: goals `allocations <= 0`
+//! and `platform_calls <= 0` (no allocation, no system call on the submit path). Counts are
+//! exact on every run, so `--check --quick` enforces them.
 
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,6 +42,7 @@ use hsakmt_hostmem::map_shared_anywhere;
 use hsakmt_linux::{LinuxMapping, boxed_driver};
 use hsakmt_sim::{CpMode, SimPlatform};
 
+use super::memory::Counting;
 use super::{Row, Samples};
 
 /// Packets per timed round.
@@ -102,6 +109,14 @@ impl Floor {
     }
 }
 
+/// Runs `f`, adding the heap allocations it made to `count`.
+fn counted<R>(count: &mut u64, f: impl FnOnce() -> R) -> R {
+    let before = crate::allocations();
+    let r = f();
+    *count += crate::allocations().wrapping_sub(before);
+    r
+}
+
 fn per_packet(t: Instant, n: u64) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
@@ -122,16 +137,18 @@ pub(super) fn rows(scale: f64) -> Result<Vec<Row>, String> {
         Samples::with_capacity(rounds),
     );
     let mut next_floor = 0u64;
+    let (mut alloc1, mut allocmp) = (0, 0);
     for r in 0..rounds + WARM_ROUNDS {
         let t = Instant::now();
-        for _ in 0..ROUND {
-            single.try_submit(&nop).map_err(|e| e.to_string())?;
-        }
+        counted(&mut alloc1, || (0..ROUND).try_for_each(|_| single.try_submit(&nop).map(drop)))
+            .map_err(|e| e.to_string())?;
         let a = per_packet(t, ROUND);
         let t = Instant::now();
-        for _ in 0..ROUND {
-            multi.submit(&nop, std::hint::spin_loop);
-        }
+        counted(&mut allocmp, || {
+            for _ in 0..ROUND {
+                multi.submit(&nop, std::hint::spin_loop);
+            }
+        });
         let b = per_packet(t, ROUND);
         let t = Instant::now();
         for i in 0..ROUND {
@@ -149,19 +166,28 @@ pub(super) fn rows(scale: f64) -> Result<Vec<Row>, String> {
         }
     }
     const FLOOR: &str = "64-byte stores + header release + fence, sfence, plain doorbell store";
+    let packets = (rounds + WARM_ROUNDS) as u64 * ROUND;
     let mut rows = vec![
-        Row::latency("queue.aql_submit.1p", &s1).against(FLOOR, &sfloor).goal("ratio <= 1.25"),
-        Row::latency("queue.aql_submit.1p.mp", &smp).against(FLOOR, &sfloor).goal("ratio <= 1.5"),
+        Row::latency("queue.aql_submit.1p", &s1)
+            .against(FLOOR, &sfloor)
+            .goal("ratio <= 1.25, allocations <= 0")
+            .counts(packets, alloc1, None),
+        Row::latency("queue.aql_submit.1p.mp", &smp)
+            .against(FLOOR, &sfloor)
+            .goal("ratio <= 1.5, allocations <= 0")
+            .counts(packets, allocmp, None),
     ];
     drop(single);
 
     let shared = plain_ring()?;
     let producer = AqlProducer::new(shared.clone()).map_err(|e| e.to_string())?;
-    let (s2, sfloor2) = two_producers(&producer, &floor, &nop, rounds / 2, &[&shared, &floor_ring]);
+    let (s2, sfloor2, alloc2) =
+        two_producers(&producer, &floor, &nop, rounds / 2, &[&shared, &floor_ring]);
     rows.push(
         Row::latency("queue.aql_submit.2p", &s2)
             .against("2 threads of the floor's stores", &sfloor2)
-            .goal("ratio <= 1.25"),
+            .goal("ratio <= 1.25, allocations <= 0")
+            .counts((rounds / 2 + WARM_ROUNDS) as u64 * ROUND, alloc2, None),
     );
     rows.push(driver_submit(rounds, &nop)?);
     Ok(rows)
@@ -173,8 +199,9 @@ fn two_producers(
     p: &PacketWords,
     rounds: usize,
     rings: &[&Cells],
-) -> (Samples, Samples) {
+) -> (Samples, Samples, u64) {
     let half = ROUND / 2;
+    let mut allocations = 0;
     let start = Barrier::new(3);
     let end = Barrier::new(3);
     let stop = AtomicBool::new(false);
@@ -210,8 +237,15 @@ fn two_producers(
                 library.store(lib_round, Ordering::Release);
                 base.store(next, Ordering::Release);
                 let t = Instant::now();
-                start.wait();
-                end.wait();
+                if lib_round {
+                    counted(&mut allocations, || {
+                        start.wait();
+                        end.wait();
+                    });
+                } else {
+                    start.wait();
+                    end.wait();
+                }
                 let v = per_packet(t, ROUND);
                 if r >= WARM_ROUNDS {
                     if lib_round { lib.push(v) } else { refs.push(v) }
@@ -225,14 +259,15 @@ fn two_producers(
         stop.store(true, Ordering::Release);
         start.wait();
     });
-    (lib, refs)
+    (lib, refs, allocations)
 }
 
 /// `Driver::submit` per packet on the simulator against the facade's multi-producer submit on
 /// a second simulated device.
 fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
     let sim = SimPlatform::builder().cp_mode(CpMode::Step).build();
-    let driver = boxed_driver(DriverKind::Sim, DriverId(0), sim.clone(), DEFAULT_MEMORY_OBJECTS);
+    let (platform, calls) = Counting::new(sim.clone());
+    let driver = boxed_driver(DriverKind::Sim, DriverId(0), platform, DEFAULT_MEMORY_OBJECTS);
     driver.init().map_err(|e| e.to_string())?;
     let gpu = (0..driver.agent_count())
         .filter_map(|i| driver.agent(i))
@@ -243,12 +278,16 @@ fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
     let (kfd, node) = super::queue::open(CpMode::Step)?;
     let facade = super::queue::aql(&kfd, node, SLOTS)?;
     let (mut lib, mut refs) = (Samples::with_capacity(rounds), Samples::with_capacity(rounds));
+    let (mut allocations, mut platform_calls) = (0, 0);
     for r in 0..rounds + WARM_ROUNDS {
+        let before = calls.total();
         let t = Instant::now();
-        for _ in 0..ROUND {
-            driver.submit(queue, std::slice::from_ref(nop)).map_err(|e| e.to_string())?;
-        }
+        counted(&mut allocations, || {
+            (0..ROUND).try_for_each(|_| driver.submit(queue, std::slice::from_ref(nop)).map(drop))
+        })
+        .map_err(|e| e.to_string())?;
         let a = per_packet(t, ROUND);
+        platform_calls += calls.total().wrapping_sub(before);
         let t = Instant::now();
         for _ in 0..ROUND {
             facade.submit(nop, std::hint::spin_loop);
@@ -266,5 +305,35 @@ fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
     driver.shutdown().map_err(|e| e.to_string())?;
     Ok(Row::latency("queue.aql_submit.driver", &lib)
         .against("the facade's multi-producer submit on the simulator", &refs)
-        .goal("ratio <= 1.5"))
+        .goal("ratio <= 1.5, allocations <= 0, platform_calls <= 0")
+        .counts((rounds + WARM_ROUNDS) as u64 * ROUND, allocations, Some(platform_calls)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_allocation_count_sees_an_allocation() {
+        let mut n = 0;
+        let v = counted(&mut n, || std::hint::black_box(vec![1u8; 100]));
+        assert_eq!(v.len(), 100);
+        assert!(n >= 1, "a Vec was allocated");
+    }
+
+    #[test]
+    fn the_plain_ring_and_the_floor_publish_and_ring_the_doorbell() {
+        let nop = AqlPacket::BarrierAnd(AqlBarrier::NOP).to_words().unwrap();
+        let cells = plain_ring().unwrap();
+        let mut p = SingleProducer::new(cells.clone()).unwrap();
+        let first = p.try_submit(&nop).unwrap();
+        let consumer = AqlConsumer::new(cells.clone()).unwrap();
+        assert_eq!(consumer.pop().map(|(i, w)| (i, w.dw[0])), Some((first, nop.dw[0])));
+        assert_eq!(cells.memory().doorbell.u64s()[0].load(Ordering::Relaxed), first);
+        let floor = Floor { cells: plain_ring().unwrap(), mask: SLOTS - 1 };
+        floor.put(7, &nop);
+        let consumer = AqlConsumer::new(floor.cells.clone()).unwrap();
+        assert!(consumer.pop().is_none(), "slot 0 unpublished: the floor wrote slot 7");
+        assert_eq!(floor.cells.memory().doorbell.u64s()[0].load(Ordering::Relaxed), 7);
+    }
 }
