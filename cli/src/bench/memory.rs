@@ -91,22 +91,17 @@ const KINDS: [&str; 13] = [
 ];
 
 /// The simulator, counting every platform call by kind (clock and environment reads too).
-pub(super) struct Counting {
+struct Counting {
     inner: SimPlatform,
     counts: Arc<[AtomicU64; 15]>,
 }
 
 impl Counting {
     /// `inner` counted, and a second handle on the counts.
-    pub(super) fn new(inner: SimPlatform) -> (Self, Self) {
+    fn new(inner: SimPlatform) -> (Self, Self) {
         let counts = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
         let handle = Counting { inner: inner.clone(), counts: Arc::clone(&counts) };
         (Counting { inner, counts }, handle)
-    }
-
-    /// Every call counted so far.
-    pub(super) fn total(&self) -> u64 {
-        self.snapshot().iter().sum()
     }
 
     fn bump(&self, kind: usize) {

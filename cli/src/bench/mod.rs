@@ -150,12 +150,12 @@ impl Row {
     }
 
     /// Records the counts of a hot path's run: `packets` (or operations) measured, heap
-    /// `allocations` made among them, and the platform calls (system calls) when counted.
+    /// `allocations` made among them, and the calls to the device (system calls on a real machine) when counted.
     pub(crate) fn counts(mut self, packets: u64, allocations: u64, calls: Option<u64>) -> Self {
         self.extra.insert("packets".into(), packets.into());
         self.extra.insert("allocations".into(), allocations.into());
         if let Some(c) = calls {
-            self.extra.insert("platform_calls".into(), c.into());
+            self.extra.insert("device_calls".into(), c.into());
         }
         self
     }
