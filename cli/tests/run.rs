@@ -36,6 +36,13 @@ fn runs_and_verifies_on_every_profile_with_a_gpu() {
         );
         assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{lat}");
         assert!(doc["throughput_per_s"].as_f64().unwrap() > 0.0);
+        // The steady state: the library and the tool allocate nothing per iteration; the
+        // simulated kernel's allocations are counted apart, and it is called every iteration.
+        let heap = &doc["heap_allocations_per_iteration"];
+        assert_eq!(heap["library_steady_state"], 0.0, "{profile}: {heap}");
+        assert!(heap["simulated_kernel_steady_state"].as_f64().is_some(), "{heap}");
+        assert!(heap["process"].as_f64().unwrap() >= 0.0, "{heap}");
+        assert!(doc["device_calls_per_iteration"].as_f64().unwrap() > 0.0, "{doc}");
     }
 }
 

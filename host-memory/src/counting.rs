@@ -3,11 +3,18 @@
 //! [`CountingAllocator::allocations`] before and after).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+std::thread_local! {
+    /// The calling thread's allocations (constant-initialised, no destructor: usable from
+    /// inside the allocator).
+    static THREAD_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
 /// The system allocator with a count of allocations (`alloc`, `alloc_zeroed` and `realloc`
-/// calls; frees are not counted). The count is process-wide: measure a path while no other
-/// thread allocates.
+/// calls; frees are not counted), process-wide ([`CountingAllocator::allocations`]) and per
+/// thread ([`thread_allocations`]).
 #[derive(Debug)]
 pub struct CountingAllocator {
     allocations: AtomicU64,
@@ -28,7 +35,15 @@ impl CountingAllocator {
 
     fn count(&self) {
         self.allocations.fetch_add(1, Ordering::Relaxed);
+        // A thread being torn down has no count left to keep.
+        let _ = THREAD_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(1)));
     }
+}
+
+/// Allocations the calling thread has made through a [`CountingAllocator`] so far.
+#[must_use]
+pub fn thread_allocations() -> u64 {
+    THREAD_ALLOCATIONS.try_with(Cell::get).unwrap_or(0)
 }
 
 impl Default for CountingAllocator {
@@ -85,5 +100,11 @@ mod tests {
             a.dealloc(z, layout);
         }
         assert_eq!(a.allocations(), 3);
+        let mine = thread_allocations();
+        // SAFETY: as above.
+        unsafe { a.dealloc(a.alloc(layout), layout) };
+        assert_eq!(thread_allocations(), mine + 1, "counted on this thread");
+        let other = std::thread::scope(|s| s.spawn(thread_allocations).join().unwrap());
+        assert_eq!(other, 0, "a new thread has made none through `a`");
     }
 }

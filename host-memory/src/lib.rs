@@ -35,7 +35,7 @@ pub mod mapping;
 pub mod space;
 
 #[cfg(feature = "std")]
-pub use counting::CountingAllocator;
+pub use counting::{CountingAllocator, thread_allocations};
 pub use fork::PidCache;
 #[cfg(feature = "std")]
 pub use mapping::{HostMapping, map_anonymous, map_fd, map_shared, map_shared_anywhere};

@@ -1,6 +1,7 @@
 //! `cargo xtask`: workspace automation for hsakmt-rs (`cargo xtask` is an alias for
 //! `cargo run --quiet --package xtask --`).
 
+mod bench;
 mod c_header;
 mod c_program;
 mod capi_build;
@@ -23,7 +24,8 @@ const USAGE: &str = "usage: cargo xtask <command> [args]
 commands:
   ci           the whole test suite: fmt, clippy -D warnings, tests, fuzz, uapi-check,
                capi-check, capi-test, kernels --check, image-test, size, docs
-  bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
+  bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`); with no ARGS,
+               `hsakmt bench --check --json` written to BENCHMARKS.md (fails on a missed goal)
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
                nightly; targets: topology apertures event_data dmabuf_info aql sdma code_object
@@ -57,10 +59,7 @@ fn main() -> ExitCode {
     };
     let result = match command {
         "ci" => ci::ci(),
-        "bench" => run(cargo()
-            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--features", "capi-bench"])
-            .args(["--", "bench"])
-            .args(rest)),
+        "bench" => bench::bench(rest),
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
         "image-test" => image_test::image_test(rest),

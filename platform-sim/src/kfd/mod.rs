@@ -393,6 +393,20 @@ impl KfdModel {
     }
 }
 
+std::thread_local! {
+    /// Heap allocations the simulated kernel made inside ioctls on this thread.
+    static IOCTL_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Heap allocations the simulated kernel has made inside the calling thread's ioctls, as
+/// counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the global allocator (0
+/// without one): what a program subtracts from its own thread's count to see the library's
+/// allocations apart from the simulated device's.
+#[must_use]
+pub fn thread_ioctl_allocations() -> u64 {
+    IOCTL_ALLOCATIONS.try_with(core::cell::Cell::get).unwrap_or(0)
+}
+
 impl KfdDevice for SimPlatform {
     type Mapping = SimMapping;
 
@@ -408,7 +422,10 @@ impl KfdDevice for SimPlatform {
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         self.count_device_call();
+        let before = hsakmt_hostmem::thread_allocations();
         let r = self.kfd.ioctl(request);
+        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(before);
+        let _ = IOCTL_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
         if r == Err(Errno::EBADF)
             && let Some(cache) = &self.stale_pid
         {
