@@ -74,9 +74,16 @@ fn figure(unit: &str, v: Option<f64>) -> String {
         (_, None) => "-".into(),
         ("ns", Some(v)) if v >= 1e6 => format!("{:.2} ms", v / 1e6),
         ("ns", Some(v)) if v >= 1e3 => format!("{:.2} µs", v / 1e3),
-        ("ns", Some(v)) => format!("{v:.0} ns"),
+        ("ns", Some(v)) if v >= 100.0 => format!("{v:.0} ns"),
+        ("ns", Some(v)) => format!("{v:.1} ns"),
         (unit, Some(v)) => format!("{v:.3e} {unit}"),
     }
+}
+
+/// A ratio or a count without trailing zeros: `1.25`, `2`.
+fn number(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Markdown of the report `doc` (`{"results": [...], "check": {...}}`).
@@ -107,14 +114,14 @@ fn render(doc: &Value, date: &str, machine: &str) -> String {
             .map_or(&[][..], Vec::as_slice)
             .iter()
             .map(|g| {
-                let value = g["value"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.3}"));
-                format!(
-                    "{} ≤ {}: {} ({})",
-                    g["metric"].as_str().unwrap_or("?"),
-                    g["max"],
-                    value.trim_end_matches('0').trim_end_matches('.'),
-                    g["verdict"].as_str().unwrap_or("?")
-                )
+                let metric = g["metric"].as_str().unwrap_or("?");
+                let (max, value) = (g["max"].as_f64(), g["value"].as_f64());
+                let show = |v: Option<f64>| match metric {
+                    "p50" | "p99" | "p99.9" | "max" => figure(unit, v),
+                    _ => v.map_or_else(|| "-".into(), number),
+                };
+                let verdict = g["verdict"].as_str().unwrap_or("?");
+                format!("{metric} ≤ {}: {} ({verdict})", show(max), show(value))
             })
             .collect();
         let _ = writeln!(
@@ -154,6 +161,10 @@ mod tests {
                 {"name": "queue.x", "unit": "ns", "p50": 120.0, "p99": 2500.0, "p99.9": 3.1e6,
                  "reference_p50": 100.0, "ratio": 1.2, "attempts": 2,
                  "goals": [{"metric": "ratio", "max": 1.25, "kind": "timing", "value": 1.2,
+                            "verdict": "met"},
+                           {"metric": "p99.9", "max": 2000.0, "kind": "timing", "value": 3.1e6,
+                            "verdict": "missed"},
+                           {"metric": "allocations", "max": 0.0, "kind": "count", "value": 0.0,
                             "verdict": "met"}]},
                 {"name": "queue.copy", "unit": "B/s", "p50": 1.5e9, "p99": 1.0e9, "p99.9": 1.0e9,
                  "attempts": 1}
@@ -161,7 +172,9 @@ mod tests {
             "check": {"goals": 1, "met": 1, "missed": 0, "invalid": 0, "passed": true}
         });
         let t = render(&doc, "2026-01-01 00:00 UTC", "a machine");
-        assert!(t.contains("| `queue.x` | 120 ns | 2.50 µs | 3.10 ms | 100 ns | 1.20 | ratio ≤ 1.25: 1.2 (met) | 2 |"), "{t}");
+        let row = "| `queue.x` | 120 ns | 2.50 µs | 3.10 ms | 100 ns | 1.20 | ratio ≤ 1.25: 1.2 (met); \
+                   p99.9 ≤ 2.00 µs: 3.10 ms (missed); allocations ≤ 0: 0 (met) | 2 |";
+        assert!(t.contains(row), "{t}");
         assert!(t.contains("| `queue.copy` | 1.500e9 B/s |"), "{t}");
         assert!(t.contains("1 goals: 1 met, 0 missed, 0 invalid — passed."), "{t}");
         assert!(t.contains("2026-01-01 00:00 UTC") && t.contains("a machine"));

@@ -4,9 +4,9 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, lints, tests, the benchmarks' quick check, a CI-sized fuzz run, the uapi layout check, the C library's
-/// header check and C test, the kernel code-object check, the no-libc image test and the doc
-/// build.
+/// Runs formatting, lints, tests, the benchmarks' quick check, a CI-sized fuzz run, the uapi
+/// layout check, the C library's header check and C test, the kernel code-object check, the
+/// no-libc image test and the doc build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     step(

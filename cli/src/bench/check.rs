@@ -242,7 +242,9 @@ mod tests {
         assert_eq!(v[0]["attempts"], 2);
         assert_eq!(
             v[0]["goals"][0],
-            serde_json::json!({"metric": "ratio", "max": 1.25, "kind": "timing", "value": 1.3, "verdict": "missed"})
+            serde_json::json!({
+                "metric": "ratio", "max": 1.25, "kind": "timing", "value": 1.3, "verdict": "missed"
+            })
         );
     }
 }

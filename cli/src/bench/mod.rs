@@ -150,7 +150,8 @@ impl Row {
     }
 
     /// Records the counts of a hot path's run: `packets` (or operations) measured, heap
-    /// `allocations` made among them, and the calls to the device (system calls on a real machine) when counted.
+    /// `allocations` made among them, and the calls to the device (system calls on a real
+    /// machine) when counted.
     pub(crate) fn counts(mut self, packets: u64, allocations: u64, calls: Option<u64>) -> Self {
         self.extra.insert("packets".into(), packets.into());
         self.extra.insert("allocations".into(), allocations.into());
@@ -297,7 +298,8 @@ pub(crate) fn format_value(unit: &str, v: f64) -> String {
     match unit {
         "ns" if v >= 1e6 => format!("{:.2} ms", v / 1e6),
         "ns" if v >= 1e3 => format!("{:.2} us", v / 1e3),
-        "ns" => format!("{v:.0} ns"),
+        "ns" if v >= 100.0 => format!("{v:.0} ns"),
+        "ns" => format!("{v:.1} ns"),
         unit => format!("{v:.3e} {unit}"),
     }
 }

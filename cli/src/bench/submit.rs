@@ -8,8 +8,8 @@
 //!   same run and rounds interleaved: the fastest plain way to do the same work — the 64-byte
 //!   body stores and the header's release store into a second ring of the same size, then the
 //!   doorbell store a real GPU needs (release fence, `sfence`, one plain store; made by
-//!   `hsakmt-linux`'s doorbell, which is nothing more). A consumer drains both rings between rounds,
-//!   outside the timed region, so neither ever fills. Goal ratio ≤ 1.25. `.1p.mp`: the
+//!   `hsakmt-linux`'s doorbell, which is nothing more). A consumer drains both rings between
+//!   rounds, outside the timed region, so neither ever fills. Goal ratio ≤ 1.25. `.1p.mp`: the
 //!   multi-producer path ([`AqlProducer::submit`], one atomic add to reserve) from one thread;
 //!   goal ratio ≤ 1.5.
 //! - `queue.aql_submit.2p`: two threads submitting to one ring through the multi-producer
@@ -22,9 +22,10 @@
 //!
 //! Every row counts, over all its library rounds, the heap allocations made (the binary's
 //! counting global allocator) and — for the driver — the calls it made to the simulated
-//! device (`SimPlatform::device_calls`), the only way core reaches the kernel: goals `allocations <= 0`
-//! and `device_calls <= 0` (no allocation, no system call on the submit path). Counts are
-//! exact on every run, so `--check --quick` enforces them.
+//! device (`SimPlatform::device_calls`), the only way core reaches the kernel: goals
+//! `allocations <= 0` and `device_calls <= 0` (no allocation, no system call on the submit
+//! path). Counts are exact on every run, so `--check --quick` enforces them. Instruction
+//! counts per packet are not measured yet.
 
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,7 +39,7 @@ use hsakmt_core::queue::ring::{
     AMD_QUEUE_READ_DISPATCH_ID_OFFSET, AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET, AqlConsumer,
     AqlProducer, AqlRingMemory, SharedAqlCells, SingleProducer,
 };
-use hsakmt_hostmem::map_shared_anywhere;
+use hsakmt_hostmem::{map_shared_anywhere, thread_allocations};
 use hsakmt_linux::{LinuxMapping, boxed_driver};
 use hsakmt_sim::{CpMode, SimPlatform};
 
@@ -108,11 +109,12 @@ impl Floor {
     }
 }
 
-/// Runs `f`, adding the heap allocations it made to `count`.
+/// Runs `f`, adding the heap allocations it made (on this thread: another thread of the
+/// process allocating meanwhile does not count) to `count`.
 fn counted<R>(count: &mut u64, f: impl FnOnce() -> R) -> R {
-    let before = crate::allocations();
+    let before = thread_allocations();
     let r = f();
-    *count += crate::allocations().wrapping_sub(before);
+    *count += thread_allocations().wrapping_sub(before);
     r
 }
 
@@ -200,7 +202,7 @@ fn two_producers(
     rings: &[&Cells],
 ) -> (Samples, Samples, u64) {
     let half = ROUND / 2;
-    let mut allocations = 0;
+    let allocations = AtomicU64::new(0);
     let start = Barrier::new(3);
     let end = Barrier::new(3);
     let stop = AtomicBool::new(false);
@@ -210,6 +212,7 @@ fn two_producers(
     std::thread::scope(|s| {
         for t in 0..2u64 {
             let (start, end, stop, library, base) = (&start, &end, &stop, &library, &base);
+            let allocations = &allocations;
             s.spawn(move || {
                 loop {
                     start.wait();
@@ -217,9 +220,13 @@ fn two_producers(
                         return;
                     }
                     if library.load(Ordering::Acquire) {
-                        for _ in 0..half {
-                            q.submit(p, std::hint::spin_loop);
-                        }
+                        let mut n = 0;
+                        counted(&mut n, || {
+                            for _ in 0..half {
+                                q.submit(p, std::hint::spin_loop);
+                            }
+                        });
+                        allocations.fetch_add(n, Ordering::Relaxed);
                     } else {
                         let b = base.load(Ordering::Acquire) + t * half;
                         for i in 0..half {
@@ -236,15 +243,8 @@ fn two_producers(
                 library.store(lib_round, Ordering::Release);
                 base.store(next, Ordering::Release);
                 let t = Instant::now();
-                if lib_round {
-                    counted(&mut allocations, || {
-                        start.wait();
-                        end.wait();
-                    });
-                } else {
-                    start.wait();
-                    end.wait();
-                }
+                start.wait();
+                end.wait();
                 let v = per_packet(t, ROUND);
                 if r >= WARM_ROUNDS {
                     if lib_round { lib.push(v) } else { refs.push(v) }
@@ -258,7 +258,7 @@ fn two_producers(
         stop.store(true, Ordering::Release);
         start.wait();
     });
-    (lib, refs, allocations)
+    (lib, refs, allocations.into_inner())
 }
 
 /// `Driver::submit` per packet on the simulator against the facade's multi-producer submit on
