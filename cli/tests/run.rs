@@ -47,6 +47,20 @@ fn runs_and_verifies_on_every_profile_with_a_gpu() {
 }
 
 #[test]
+fn the_branch_real_hardware_takes_runs_over_the_simulator_as_a_plain_kfd() {
+    // No host kernels: the copies go through SDMA and the compute step is a barrier, as on a
+    // real GPU until code objects load; verified end to end.
+    let doc =
+        json(&["run", "--sim", "mi308x-8gpu-cpx", "--as-kfd", "--iterations", "300", "--json"]);
+    assert_eq!(doc["driver"], "kfd", "{doc}");
+    assert_eq!(doc["verified"], true, "{doc}");
+    assert_eq!(doc["iterations"], 300);
+    assert_eq!(doc["compute"], "barrier (no code object loader)");
+    assert!(doc["platform"].as_str().unwrap().contains("as a plain KFD device"), "{doc}");
+    assert_eq!(doc["heap_allocations_per_iteration"]["library_steady_state"], 0.0, "{doc}");
+}
+
+#[test]
 fn spreads_over_several_gpus() {
     let doc = json(&["run", "--iterations", "400", "--gpus", "4", "--block", "1024", "--json"]);
     assert_eq!(doc["gpus"], 4);

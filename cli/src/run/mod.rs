@@ -59,6 +59,17 @@ pub(crate) struct RunArgs {
     /// run.
     #[arg(long, value_name = "NAME=ERRNO@N")]
     inject: Vec<String>,
+    /// With --sim: present the simulator as a plain KFD device (driver `kfd`, no host
+    /// kernels), so the loop takes the branch real hardware takes (copies and a barrier).
+    #[arg(long, requires = "sim")]
+    as_kfd: bool,
+}
+
+impl RunArgs {
+    /// The kind of driver the simulator is presented as.
+    fn sim_kind(&self) -> DriverKind {
+        if self.as_kfd { DriverKind::Kfd } else { DriverKind::Sim }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -193,7 +204,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let probe = sim.clone();
     let kfd =
         boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
-    let simulated = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    let simulated = boxed_driver(args.sim_kind(), DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
     let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();
@@ -217,7 +228,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         return Err(e.into());
     }
     let policy =
-        if args.sim.is_some() { Policy::Explicit(DriverKind::Sim) } else { Policy::GpuFirst };
+        if args.sim.is_some() { Policy::Explicit(args.sim_kind()) } else { Policy::GpuFirst };
     let (choice, driver) = match registry.choose(policy, plan.env.map(|k| k.name().as_bytes())) {
         Ok(c) => c,
         Err(e) => {
@@ -231,12 +242,12 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
             return Err(msg.into());
         }
     };
-    if !armed.is_empty() && choice.kind != DriverKind::Sim {
+    if !armed.is_empty() && choice.kind != args.sim_kind() {
         let fired = armed.fired(&probe);
         let why = registry
             .report()
             .iter()
-            .find(|d| d.kind == DriverKind::Sim)
+            .find(|d| d.kind == args.sim_kind())
             .and_then(|d| d.outcome.as_ref().err())
             .map(ToString::to_string);
         shutdown_all(&registry);
@@ -257,6 +268,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         .into());
     }
     let platform = match choice.kind {
+        DriverKind::Kfd if args.as_kfd => {
+            format!("simulator profile {profile_name} as a plain KFD device")
+        }
         DriverKind::Kfd => "linux /dev/kfd".to_string(),
         DriverKind::Sim => format!("simulator profile {profile_name}"),
         DriverKind::Host => "host CPU".to_string(),
@@ -303,7 +317,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     // Locking memory helps every driver; pinning and realtime priority only help when the
     // device is real: the simulator's and the host driver's engines are threads on the same
     // CPUs, which a spinning realtime loop thread would starve.
-    let tune = choice.kind == DriverKind::Kfd;
+    let tune = choice.kind == DriverKind::Kfd && args.sim.is_none();
     let mut controls = latency_controls(used.len(), tune);
     let device_calls = probe.device_calls();
     let (result, mut problems) =
@@ -349,7 +363,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         },
         throughput_per_s: args.iterations as f64 / elapsed.as_secs_f64(),
         heap_allocations_per_iteration: allocations,
-        device_calls_per_iteration: (choice.kind == DriverKind::Sim)
+        device_calls_per_iteration: (choice.kind == args.sim_kind() && args.sim.is_some())
             .then(|| device_calls as f64 / args.iterations.max(1) as f64),
         latency_controls: controls,
         injected_faults: armed.fired(&probe).into_iter().map(str::to_string).collect(),
