@@ -1,5 +1,6 @@
 //! Helpers shared by the fuzz targets: a byte reader over the fuzz input and a heap-backed
 //! [`SharedMemory`] for the ring consumers.
+#![forbid(unsafe_code)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
