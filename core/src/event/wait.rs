@@ -116,7 +116,7 @@ impl<const N: usize> WaitSet<N> {
         let i = self.len;
         let slot = self.entries.get_mut(i).ok_or(Error::WaitSetFull)?;
         *slot = Entry { handle: event, age_in: age, ..EMPTY };
-        self.len += 1;
+        self.len = self.len.saturating_add(1);
         self.result = None;
         Ok(i)
     }

@@ -466,8 +466,9 @@ impl core::error::Error for Violation {}
 
 /// Rounds `value` up to a multiple of `align` (a power of two), or `None` on overflow.
 pub(crate) const fn align_up(value: u64, align: u64) -> Option<u64> {
-    match value.checked_add(align - 1) {
-        Some(v) => Some(v & !(align - 1)),
+    let mask = align.wrapping_sub(1);
+    match value.checked_add(mask) {
+        Some(v) => Some(v & !mask),
         None => None,
     }
 }

@@ -206,7 +206,7 @@ fn sort_listing<const W: usize>(
         if let Some(slot) = ids.get_mut(n) {
             *slot = v;
         }
-        n += 1;
+        n = n.saturating_add(1);
         prev = Some(v);
     }
     let mut expected = 0u32;
@@ -240,9 +240,9 @@ fn override_var_name(id: u32, buf: &mut [u8; 40]) -> &str {
     let mut v = id;
     loop {
         if let Some(d) = digits.get_mut(n) {
-            *d = b'0' + (v % 10) as u8;
+            *d = b'0'.saturating_add((v % 10) as u8);
         }
-        n += 1;
+        n = n.saturating_add(1);
         v /= 10;
         if v == 0 {
             break;
@@ -252,7 +252,7 @@ fn override_var_name(id: u32, buf: &mut [u8; 40]) -> &str {
     for &b in PREFIX.iter().chain(digits.get(..n).unwrap_or_default().iter().rev()) {
         if let Some(slot) = buf.get_mut(len) {
             *slot = b;
-            len += 1;
+            len = len.saturating_add(1);
         }
     }
     core::str::from_utf8(buf.get(..len).unwrap_or_default()).unwrap_or_default()
@@ -343,7 +343,7 @@ impl<
         let trust = options.entries == EntryEnumeration::TrustCounts;
         let mut attempts = 0u32;
         loop {
-            attempts += 1;
+            attempts = attempts.saturating_add(1);
             self.clear();
             let start = self.read_generation(sysfs, buf, true);
             self.read_system(sysfs, buf);
@@ -612,22 +612,24 @@ impl<
             let mut count = 0usize;
             let mut used = 0usize;
             for slot in &mut reads {
-                let Some(index) = self.listing.get(k + count).copied().filter(|_| k + count < n)
-                else {
+                let at = k.saturating_add(count);
+                let Some(index) = self.listing.get(at).copied().filter(|_| at < n) else {
                     break;
                 };
-                let Some(window) = buf.get_mut(used..used + MIN_READ_BUFFER) else { break };
+                let Some(window) = buf.get_mut(used..used.saturating_add(MIN_READ_BUFFER)) else {
+                    break;
+                };
                 let result = sysfs.read_file(entry_file(node, kind, index), window);
                 *slot = EntryRead { index, start: used, result };
-                count += 1;
+                count = count.saturating_add(1);
                 match result {
-                    Ok(len) => used += len.min(MIN_READ_BUFFER),
+                    Ok(len) => used = used.saturating_add(len.min(MIN_READ_BUFFER)),
                     // A failed read can end this kind's reading (EPERM, or a missing entry
                     // under trusted counts): handle it before reading further.
                     Err(_) => break,
                 }
             }
-            k += count;
+            k = k.saturating_add(count);
             for read in reads.get(..count).unwrap_or_default() {
                 let file = entry_file(node, kind, read.index);
                 let window = buf.get(read.start..).unwrap_or_default();
@@ -821,7 +823,7 @@ impl<
                 continue;
             }
             node.user_id = Some(user);
-            user += 1;
+            user = user.saturating_add(1);
             any_p2p_key |= node.props.contains(NodeKey::P2pLinksCount);
             if !node.has_gpu() {
                 continue;
@@ -876,12 +878,13 @@ impl<
                 let _ = props.set(LinkKey::NodeFrom, u64::from(na.sysfs_id));
                 let _ = props.set(LinkKey::NodeTo, u64::from(nb.sysfs_id));
                 let _ = props.set(LinkKey::Weight, u64::from(weight));
-                let index = to_u32(self.links.len() - start);
+                let index = to_u32(self.links.len().saturating_sub(start));
                 self.links.push(Link { index, origin: LinkOrigin::Derived, props }).map_err(
                     |_| Error::Capacity { table: Table::Links, capacity: to_u32(LINKS) },
                 )?;
             }
-            let span = Span { start: to_u32(start), len: to_u32(self.links.len() - start) };
+            let len = to_u32(self.links.len().saturating_sub(start));
+            let span = Span { start: to_u32(start), len };
             if let Some(n) = self.nodes.get_mut(a) {
                 n.set_span(SpanKind::Derived, span);
             }

@@ -84,7 +84,7 @@ impl<E: Copy> Pending<E> {
         let mut mask = self.mask;
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
+            mask &= mask.wrapping_sub(1);
             let (Some(entry), Some(w)) = (self.entries.get_mut(slot), words.get(slot)) else {
                 continue;
             };

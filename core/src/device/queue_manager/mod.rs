@@ -466,13 +466,13 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
             if let Some(id) = ids.get_mut(n) {
                 *id = r.info.queue_id;
-                n += 1;
+                n = n.saturating_add(1);
             }
             let parts = [&r.parts.ring, &r.parts.pointers, &r.parts.eop, &r.parts.cwsr];
             for p in parts.into_iter().flatten() {
                 if let Some(e) = buffers.get_mut(b) {
                     *e = (slot, p.addr());
-                    b += 1;
+                    b = b.saturating_add(1);
                 }
             }
             Ok(())

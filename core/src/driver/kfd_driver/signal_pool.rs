@@ -115,7 +115,8 @@ where
             }
         };
         let base = pool.memory.as_ref().map_or(0, |m| m.addr);
-        let offset = addr - base;
+        // `addr` was just allocated from the pool at `base`.
+        let offset = addr.saturating_sub(base);
         let index = (offset / SIGNAL_BYTES) as usize;
         if let Some(e) = pool.events.get_mut(index) {
             *e = Some(event);
@@ -134,7 +135,7 @@ where
         let (_, offset, event) = self.signal_parts(signal)?;
         {
             let mut pool = self.signals.lock();
-            if let Some(e) = pool.events.get_mut(offset / SIGNAL_BYTES as usize) {
+            if let Some(e) = pool.events.get_mut((offset as u64 / SIGNAL_BYTES) as usize) {
                 *e = None;
             }
             if let Some(slots) = pool.slots.as_mut() {
