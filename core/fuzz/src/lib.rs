@@ -2,6 +2,8 @@
 //! [`SharedMemory`] for the ring consumers.
 #![forbid(unsafe_code)]
 
+pub mod lying_kernel;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
