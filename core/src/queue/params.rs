@@ -42,6 +42,7 @@ pub const PAGE_SIZE: u64 = 4096;
 pub const CONTEXT_SAVE_AREA_HEADER_SIZE: usize = 40;
 
 pub use crate::topology::GfxVersion;
+use crate::topology::NodeProperties;
 
 const GFX_CARRIZO: u32 = 0x08_0001;
 const GFX_TONGA: u32 = 0x08_0002;
@@ -399,6 +400,32 @@ impl Default for GfxVersion {
 }
 
 impl QueueNodeFacts {
+    /// The facts of a GPU node at gfx version `gfx`, from its `properties` file as read by the
+    /// topology; an absent key reads as 0 (as libhsakmt's zeroed `HsaNodeProperties`). The
+    /// values are taken as the tree gives them: [`context_save_sizes`] checks every step.
+    #[must_use]
+    pub const fn from_properties(gfx: GfxVersion, p: &NodeProperties) -> Self {
+        /// The value, or 0 when the key is absent.
+        const fn or_zero(v: Option<u32>) -> u32 {
+            match v {
+                Some(v) => v,
+                None => 0,
+            }
+        }
+        QueueNodeFacts {
+            gfx,
+            simd_count: or_zero(p.simd_count()),
+            simd_per_cu: or_zero(p.simd_per_cu()),
+            num_xcc: or_zero(p.num_xcc()),
+            array_count: or_zero(p.array_count()),
+            simd_arrays_per_engine: or_zero(p.simd_arrays_per_engine()),
+            lds_size_in_kb: or_zero(p.lds_size_in_kb()),
+            max_waves_per_simd: or_zero(p.max_waves_per_simd()),
+            cwsr_size: or_zero(p.cwsr_size()),
+            ctl_stack_size: or_zero(p.ctl_stack_size()),
+        }
+    }
+
     /// CUs on the node: `simd_count / simd_per_cu` (0 when `simd_per_cu` is 0).
     #[must_use]
     pub const fn cu_count(&self) -> u32 {
@@ -836,6 +863,71 @@ mod tests {
             context_save_sizes(&QueueNodeFacts { gfx: GfxVersion::new(13, 0, 0), ..navi }),
             Err(QueueParamError::UnsupportedGfx)
         );
+    }
+
+    /// Values a garbled tree can give: each is an error, never a wrapped size.
+    #[test]
+    fn context_save_sizes_of_a_garbled_tree() {
+        // A huge LDS: each CU's save area times the CUs exceeds 32 bits.
+        let lds = QueueNodeFacts { lds_size_in_kb: u32::MAX, ..mi300x() };
+        assert_eq!(context_save_sizes(&lds), Err(QueueParamError::Overflow));
+        // gfx12.5 sizes its waves (and hardware registers) by `max_waves_per_simd`.
+        let gfx1250 =
+            QueueNodeFacts { gfx: GfxVersion::new(12, 5, 0), max_waves_per_simd: 16, ..mi300x() };
+        assert!(matches!(context_save_sizes(&gfx1250), Ok(Some(_))));
+        for waves in [u32::MAX, 1 << 24] {
+            let w = QueueNodeFacts { max_waves_per_simd: waves, ..gfx1250 };
+            assert_eq!(context_save_sizes(&w), Err(QueueParamError::Overflow), "{waves}");
+        }
+        // Every factor at its maximum overflows 64 bits on the way, not only 32.
+        let all = QueueNodeFacts {
+            gfx: GfxVersion::new(12, 5, 0),
+            simd_count: u32::MAX,
+            simd_per_cu: 1,
+            num_xcc: 1,
+            array_count: u32::MAX,
+            simd_arrays_per_engine: 1,
+            lds_size_in_kb: u32::MAX,
+            max_waves_per_simd: u32::MAX,
+            cwsr_size: 0,
+            ctl_stack_size: 0,
+        };
+        assert_eq!(context_save_sizes(&all), Err(QueueParamError::Overflow));
+        assert_eq!(
+            context_save_sizes(&QueueNodeFacts { gfx: GfxVersion::new(9, 0, 0), ..all }),
+            Err(QueueParamError::Overflow)
+        );
+        // XCCs multiply the total.
+        let xcc = QueueNodeFacts { num_xcc: u32::MAX, simd_count: u32::MAX, ..mi300x() };
+        assert_eq!(context_save_sizes(&xcc), Err(QueueParamError::Overflow));
+        // A control stack larger than the save area the kernel gives.
+        let k = QueueNodeFacts { cwsr_size: 0x1000, ctl_stack_size: 0x5000, ..mi300x() };
+        assert_eq!(context_save_sizes(&k), Err(QueueParamError::InconsistentNodeFacts));
+        assert_eq!(
+            QueueParamError::InconsistentNodeFacts.kind(),
+            crate::error::ErrorKind::Malformed
+        );
+    }
+
+    #[test]
+    fn facts_from_properties() {
+        use crate::topology::NodeKey;
+        let mut p = NodeProperties::EMPTY;
+        for (k, v) in [
+            (NodeKey::SimdCount, 1216),
+            (NodeKey::SimdPerCu, 4),
+            (NodeKey::NumXcc, 8),
+            (NodeKey::ArrayCount, 32),
+            (NodeKey::SimdArraysPerEngine, 1),
+            (NodeKey::LdsSizeInKb, 64),
+            (NodeKey::MaxWavesPerSimd, 8),
+        ] {
+            p.set(k, v).unwrap();
+        }
+        assert_eq!(QueueNodeFacts::from_properties(GfxVersion::new(9, 4, 2), &p), mi300x());
+        let none =
+            QueueNodeFacts::from_properties(GfxVersion::new(9, 4, 2), &NodeProperties::EMPTY);
+        assert_eq!(none, QueueNodeFacts { gfx: GfxVersion::new(9, 4, 2), ..Default::default() });
     }
 
     #[test]
