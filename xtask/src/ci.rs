@@ -29,6 +29,10 @@ pub(crate) fn ci() -> Result<(), String> {
         ]),
     )?;
     step(
+        "clippy (core logging through log)",
+        cargo().args(["clippy", "-p", "hsakmt-core", "--features", "log", "--", "-D", "warnings"]),
+    )?;
+    step(
         "clippy (no_std linux platform)",
         cargo().args([
             "clippy",

@@ -261,6 +261,9 @@ impl<const N: usize> WaitSet<N> {
             };
             if e.fired == Fired::Yes {
                 e.data = decode(e.event_type, k, &node_of);
+                if let Some(data) = &e.data {
+                    log_warn!("GPU exception: {:?}", data);
+                }
             }
         }
         // A completed wait-any activated at least one event: if only one could have been, it

@@ -349,8 +349,16 @@ impl<
             });
         }
         let result = self.take(sysfs, host, buf, options);
-        if result.is_err() {
-            self.clear();
+        match &result {
+            Ok(()) => {
+                for w in self.warnings() {
+                    log_warn!("topology: {}", w);
+                }
+            }
+            Err(e) => {
+                log_warn!("topology snapshot failed: {:?}", e);
+                self.clear();
+            }
         }
         result
     }
@@ -378,6 +386,11 @@ impl<
             if attempts > options.generation_retries {
                 return Err(Error::Inconsistent { attempts });
             }
+            log_debug!(
+                "topology changed while read (generation {:?} then {:?}), reading again",
+                start,
+                end
+            );
         }
         self.attempts = attempts;
         self.finish(host)

@@ -122,6 +122,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             match self.platform.ioctl(&mut request) {
                 Ok(()) => break,
                 Err(errno) if errno.is_retryable() && tries < crate::device::IOCTL_RETRIES => {
+                    log_debug!("WAIT_EVENTS interrupted ({:?}), retrying", errno);
                     tries = tries.saturating_add(1);
                     if let Some(deadline) = deadline {
                         let left = deadline.saturating_sub(self.platform.now_ns());

@@ -127,6 +127,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// for too many queues, `ENOMEM` when the engine has no free queue). Nothing is left
     /// allocated on error.
     pub fn create_queue(&self, desc: &QueueDesc<'_, P::Mapping>) -> Result<QueueInfo, QueueError> {
+        let created = self.create_queue_unlogged(desc);
+        if let Err(e) = &created {
+            log_warn!("queue creation on node {} failed: {:?}", desc.node, e);
+        }
+        created
+    }
+
+    fn create_queue_unlogged(
+        &self,
+        desc: &QueueDesc<'_, P::Mapping>,
+    ) -> Result<QueueInfo, QueueError> {
         self.check_open()?;
         self.reclaim_queue_buffers();
         let f = self.node_facts(desc.node)?;
