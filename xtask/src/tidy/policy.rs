@@ -81,6 +81,11 @@ pub(crate) const CAPACITY_EXCEPTIONS: &[(&str, &str, &str)] = &[
         "the largest compute ring CP_HQD_PQ_CONTROL.QUEUE_SIZE encodes",
     ),
     ("core/src/queue/sdma.rs", "MAX_PACKET_DWORDS", "the longest SDMA packet of the format"),
+    (
+        "core/src/topology/gfx.rs",
+        "MAX_MAJOR",
+        "the largest gfx major version: six bits in ROCr's ISA names (HSA_OVERRIDE_GFX_VERSION)",
+    ),
     ("core/src/queue/sdma.rs", "MAX_NOP_DWORDS", "the SDMA NOP packet's count field"),
     ("core/src/queue/sdma.rs", "MAX_FILL_BYTES", "the SDMA constant-fill packet's count field"),
     (
