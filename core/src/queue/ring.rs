@@ -320,7 +320,10 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_write_index(&self, value: u64, order: Ordering) {
-        if let Some(w) = self.write_index() {
+        let w = self.write_index();
+        // PANIC: debug builds only: `new` checked the write index lies in the indices mapping.
+        debug_assert!(w.is_some(), "write index outside its mapping");
+        if let Some(w) = w {
             w.store(value, order);
         }
     }
@@ -359,6 +362,9 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_body(&self, slot: usize, packet: &PacketWords) {
+        // PANIC: debug builds only: producers pass `index & (slots - 1)`, and `new` checked the
+        // ring holds `slots` packets (release builds would store nothing, never out of bounds).
+        debug_assert!((slot as u64) < self.slots, "slot {slot} outside the ring");
         if let Some(d1) = self.mem.ring.u32s().get(cell(slot, 16, 1)) {
             d1.store(packet.dw[1], Ordering::Relaxed);
         }
@@ -383,6 +389,8 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_header(&self, slot: usize, word: u32, order: Ordering) {
+        // PANIC: as in `store_body`.
+        debug_assert!((slot as u64) < self.slots, "slot {slot} outside the ring");
         if let Some(h) = self.header_cell(slot) {
             h.store(word, order);
         }

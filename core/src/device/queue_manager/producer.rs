@@ -36,7 +36,12 @@ pub(crate) struct ProducerToken<M: SharedMemory> {
 
 impl<M: SharedMemory> ProducerToken<M> {
     pub(crate) fn new(page: M) -> Self {
-        if let Some(w) = page.u32s().get(PRODUCERS_OFFSET / 4) {
+        let word = page.u32s().get(PRODUCERS_OFFSET / 4);
+        // PANIC: debug builds only: producers are built from `producer_views`, which checked
+        // that the page holds the count; a miss is a broken invariant (release builds count
+        // nothing, and the queue's destruction is then not held back by this producer).
+        debug_assert!(word.is_some(), "producer count outside the pointers page");
+        if let Some(w) = word {
             w.fetch_add(1, Ordering::AcqRel);
         }
         ProducerToken { page }
@@ -323,12 +328,19 @@ impl<M: SharedMemory> Pm4Queue<M> {
         let words = self.ring.u32s();
         for (i, d) in dwords.iter().enumerate() {
             let at = self.wptr.wrapping_add(i as u64).checked_rem(self.size);
-            if let Some(w) = at.and_then(|a| words.get(a as usize)) {
+            let cell = at.and_then(|a| words.get(a as usize));
+            // PANIC: debug builds only: `at < size`, the ring's length in dwords.
+            debug_assert!(cell.is_some(), "PM4 ring index outside the ring");
+            if let Some(w) = cell {
                 w.store(*d, Ordering::Relaxed);
             }
         }
         self.wptr = self.wptr.saturating_add(n);
-        if let Some(w) = self.pointers.u64s().get(self.write_offset / 8) {
+        let cell = self.pointers.u64s().get(self.write_offset / 8);
+        // PANIC: debug builds only: `pm4_queue` built this producer from `producer_views`,
+        // which checked that the pointers mapping holds the write pointer.
+        debug_assert!(cell.is_some(), "PM4 write pointer outside the pointers mapping");
+        if let Some(w) = cell {
             w.store(self.wptr, Ordering::Release);
         }
         self.doorbell.ring_doorbell64(self.doorbell_offset, self.wptr);
