@@ -56,23 +56,27 @@ impl Default for CountingAllocator {
 // `GlobalAlloc` contract holds exactly as it does for `System`; counting touches no memory
 // handed out.
 unsafe impl GlobalAlloc for CountingAllocator {
+    // SAFETY: the caller meets `GlobalAlloc::alloc`'s contract; it is forwarded unchanged.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         self.count();
         // SAFETY: the caller's `layout` meets `GlobalAlloc::alloc`'s contract (non-zero size).
         unsafe { System.alloc(layout) }
     }
 
+    // SAFETY: as `alloc`, for `GlobalAlloc::alloc_zeroed`.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         self.count();
         // SAFETY: as `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
 
+    // SAFETY: the caller meets `GlobalAlloc::dealloc`'s contract; it is forwarded unchanged.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from this allocator, i.e. from `System`, with this `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
 
+    // SAFETY: the caller meets `GlobalAlloc::realloc`'s contract; it is forwarded unchanged.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         self.count();
         // SAFETY: `ptr` came from `System` with `layout`; `new_size` meets the caller's contract.
