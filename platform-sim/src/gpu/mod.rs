@@ -35,7 +35,7 @@ pub(crate) mod pqm;
 pub(crate) mod sdma;
 pub(crate) mod vm;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
@@ -169,19 +169,36 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     }
 }
 
-/// The events model until the simulator's event table takes over: records what was raised.
-#[derive(Debug, Default)]
+/// The events model until the simulator's event table takes over: records what was raised
+/// (the last [`RAISED_EVENTS_KEPT`](crate::RAISED_EVENTS_KEPT) signals, in a ring allocated
+/// once: raising an event allocates nothing).
+#[derive(Debug)]
 pub(crate) struct RecordedEvents {
-    pub(crate) signaled: Mutex<Vec<u32>>,
+    pub(crate) signaled: Mutex<VecDeque<u32>>,
     pub(crate) memory_faults: Mutex<Vec<(u32, u64, bool)>>,
     pub(crate) queue_errors: Mutex<Vec<QueueFault>>,
     /// GPUs reset because a hung queue could not be preempted.
     pub(crate) resets: Mutex<Vec<u32>>,
 }
 
+impl Default for RecordedEvents {
+    fn default() -> Self {
+        RecordedEvents {
+            signaled: Mutex::new(VecDeque::with_capacity(crate::RAISED_EVENTS_KEPT)),
+            memory_faults: Mutex::default(),
+            queue_errors: Mutex::default(),
+            resets: Mutex::default(),
+        }
+    }
+}
+
 impl EventHooks for RecordedEvents {
     fn signal_event(&self, event_id: u32) {
-        lock(&self.signaled).push(event_id);
+        let mut signaled = lock(&self.signaled);
+        if signaled.len() >= crate::RAISED_EVENTS_KEPT {
+            signaled.pop_front();
+        }
+        signaled.push_back(event_id);
     }
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
         lock(&self.memory_faults).push((gpu_id, address, write));
@@ -871,10 +888,14 @@ impl GpuModel {
         let start = self.cp.isa_counters.get().instructions;
         let within = || self.cp.isa_counters.get().instructions - start < IDLE_RUN_INSTRUCTIONS;
         loop {
-            let queues: Vec<Arc<SimQueue>> =
-                lock(&self.queues).values().map(|l| l.q.clone()).collect();
             let mut moved = false;
-            for q in queues {
+            // One queue at a time in id order, without a list of them (nothing allocated).
+            let mut after = 0;
+            loop {
+                // (The lock is released before the queue runs.)
+                let next = lock(&self.queues).range(after..).next().map(|(i, l)| (*i, l.q.clone()));
+                let Some((qid, q)) = next else { break };
+                after = qid.saturating_add(1);
                 let before = q.packets();
                 loop {
                     match q.step(&self.cp, 4096) {
@@ -886,6 +907,9 @@ impl GpuModel {
                 let n = q.packets() - before;
                 total += n;
                 moved |= n > 0;
+                if qid == u32::MAX {
+                    break;
+                }
             }
             if !moved {
                 return total;
