@@ -65,6 +65,35 @@ fn the_branch_real_hardware_takes_runs_over_the_simulator_as_a_plain_kfd() {
 }
 
 #[test]
+fn step_runs_the_engines_on_the_loop_thread_and_reports_the_library_time() {
+    for extra in [&[][..], &["--sim", "mi308x-8gpu-cpx", "--as-kfd"][..]] {
+        let mut args = vec!["run", "--step", "--iterations", "400", "--json"];
+        args.extend_from_slice(extra);
+        let doc = json(&args);
+        assert_eq!(doc["verified"], true, "{doc}");
+        assert_eq!(doc["iterations"], 400);
+        let (lat, own) = (&doc["latency_ns"], &doc["library_time_ns"]);
+        let f = |v: &Value, k: &str| v[k].as_f64().unwrap();
+        assert!(0.0 < f(own, "p50") && f(own, "p50") <= f(own, "p99"), "{own}");
+        assert!(f(own, "p99") <= f(own, "p99.9") && f(own, "p99.9") <= f(own, "max"), "{own}");
+        // The engines' work is left out: never more than the whole iteration.
+        assert!(f(own, "max") <= f(lat, "max"), "{doc}");
+        assert!(f(own, "p50") <= f(lat, "p50"), "{doc}");
+        let controls = doc["latency_controls"].to_string();
+        assert!(controls.contains("stepped on the loop thread"), "{controls}");
+        let heap = &doc["heap_allocations_per_iteration"];
+        assert_eq!(heap["library_steady_state"], 0.0, "{heap}");
+        assert_eq!(heap["simulated_kernel_steady_state"], 0.0, "{heap}");
+    }
+    // Without --step there is no such figure; the text report shows it with --step.
+    let doc = json(&["run", "--sim", "mi308x-8gpu-cpx", "--iterations", "50", "--json"]);
+    assert!(doc.get("library_time_ns").is_none(), "{doc}");
+    let out = hsakmt(&["run", "--step", "--iterations", "50"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("library     p50"));
+}
+
+#[test]
 fn spreads_over_several_gpus() {
     let doc = json(&["run", "--iterations", "400", "--gpus", "4", "--block", "1024", "--json"]);
     assert_eq!(doc["gpus"], 4);

@@ -50,7 +50,7 @@ pub use gpu::pm4::{
     PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
-pub use gpu::{CpMode, IsaCount, QueueFault, QueueState};
+pub use gpu::{CpMode, IsaCount, QueueFault, QueueState, thread_engine_ns};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };

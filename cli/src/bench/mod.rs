@@ -10,6 +10,7 @@ pub(crate) mod goal;
 mod memory;
 mod mixed;
 mod queue;
+mod run_step;
 mod stats;
 mod submit;
 mod topology;
@@ -36,6 +37,9 @@ pub(crate) enum Group {
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
+    /// `hsakmt run --step`: the library's own time per iteration of the control loop, the
+    /// simulated engines stepped on the loop thread and their work left out.
+    Run,
     /// The C ABI (hsakmt-capi's exported functions, called in-process) against the Rust
     /// facade on the same calls (needs the `capi-bench` feature, which `cargo xtask bench`
     /// turns on).
@@ -188,6 +192,7 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
             Group::Memory => memory::run(scale)?,
             Group::Queue => queue::run(scale)?,
             Group::Event => event::run(scale)?,
+            Group::Run => run_step::run(scale)?,
             #[cfg(feature = "capi-bench")]
             Group::Capi => capi::run(scale)?,
             #[cfg(not(feature = "capi-bench"))]
@@ -205,7 +210,7 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
     let groups = if args.groups.is_empty() {
-        let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue];
+        let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Run];
         if cfg!(feature = "capi-bench") {
             all.push(Group::Capi);
         }

@@ -58,6 +58,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+std::thread_local! {
+    /// Nanoseconds the simulated engines ran on this thread (in `run_until_idle`).
+    static ENGINE_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Nanoseconds the simulated command processors and DMA engines have run on the calling
+/// thread: in [`CpMode::Step`] and [`CpMode::OnWait`] they run on the thread that calls
+/// [`SimPlatform::run_until_idle`](crate::SimPlatform::run_until_idle) or waits in
+/// `AMDKFD_IOC_WAIT_EVENTS`. What a program subtracts from its own time to see the library's
+/// apart from the simulated device's work.
+#[must_use]
+pub fn thread_engine_ns() -> u64 {
+    ENGINE_NS.try_with(core::cell::Cell::get).unwrap_or(0)
+}
+
 /// How the simulated command processors run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CpMode {
@@ -884,6 +899,14 @@ impl GpuModel {
     /// on the interpreter runs until it ends or blocks, or until the dispatches of this call
     /// ran [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
+        let began = Instant::now();
+        let total = self.run_queues_until_idle();
+        let ns = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let _ = ENGINE_NS.try_with(|c| c.set(c.get().saturating_add(ns)));
+        total
+    }
+
+    fn run_queues_until_idle(&self) -> u64 {
         let mut total = 0;
         let start = self.cp.isa_counters.get().instructions;
         let within = || self.cp.isa_counters.get().instructions - start < IDLE_RUN_INSTRUCTIONS;
