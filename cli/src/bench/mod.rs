@@ -67,6 +67,14 @@ pub(crate) struct BenchArgs {
     /// goals are reported but not enforced (nor re-measured); count goals are.
     #[arg(long, conflicts_with = "scale")]
     quick: bool,
+    /// Submits `--packets` NOP packets through one AQL submit path (`1p`, `1p.mp` or `floor`)
+    /// over plain memory and exits, untimed: what `cargo xtask bench` runs under cachegrind
+    /// twice, with two counts, for instructions per packet.
+    #[arg(long, hide = true, value_name = "PATH")]
+    submit_only: Option<String>,
+    /// Packets for `--submit-only` (at most the ring's slots).
+    #[arg(long, hide = true, default_value_t = 1024, requires = "submit_only")]
+    packets: u64,
 }
 
 /// How many times `--check` measures a row at most.
@@ -209,6 +217,9 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
 }
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
+    if let Some(path) = &args.submit_only {
+        return Ok(submit::submit_only(path, args.packets)?);
+    }
     let groups = if args.groups.is_empty() {
         let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Run];
         if cfg!(feature = "capi-bench") {
