@@ -42,7 +42,7 @@ pub use gpu::pm4::{
     PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
-pub use gpu::{CpMode, QueueFault, QueueState};
+pub use gpu::{CpMode, DEFAULT_DOORBELL_POLL, QueueFault, QueueState};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };
@@ -145,6 +145,16 @@ impl SimBuilder {
     #[must_use]
     pub fn cp_idle_spin(mut self, spin: Duration) -> Self {
         self.cp.idle_spin = spin;
+        self
+    }
+
+    /// The longest an idle queue processor sleeps before it looks at its doorbell again
+    /// (threaded mode; default [`DEFAULT_DOORBELL_POLL`]): how late a doorbell written with a
+    /// plain store — not through the mapping's doorbell call — is noticed when the queue was
+    /// idle for long. Shorter costs more wake-ups of idle processors.
+    #[must_use]
+    pub fn cp_doorbell_poll(mut self, longest: Duration) -> Self {
+        self.cp.doorbell_poll = longest;
         self
     }
 

@@ -7,9 +7,17 @@
 //! `PACKET3_WRITE_DATA` 0x37 with `WRITE_DATA_DST_SEL` bits 8..12 and `WR_ONE_ADDR` bit 16,
 //! `PACKET3_RELEASE_MEM` 0x49 with `DATA_SEL` bits 29..32, `INT_SEL` bits 24..27 in dword 2,
 //! `PACKET3_WAIT_REG_MEM` 0x3C with `FUNCTION` bits 0..3 and `MEM_SPACE` bit 4,
-//! `PACKET3_INDIRECT_BUFFER` 0x3F). A PM4 queue's read and write pointers count dwords; its
-//! packets may wrap around the ring's end. Any other opcode stops the queue with
-//! `EC_QUEUE_PACKET_UNSUPPORTED`.
+//! `PACKET3_INDIRECT_BUFFER` 0x3F). A type-3 `NOP` whose count is 0x3FFF is one dword long (the
+//! header alone: amdgpu's ring padding `PACKET3(PACKET3_NOP, 0x3FFF)`, and kfdtest's one-dword
+//! `PM4NopPacket`). `RELEASE_MEM` interrupts only for `INT_SEL` 1 (interrupt only) and 2
+//! (interrupt after the write is confirmed); 3 confirms the write without one. `DATA_SEL` 3
+//! writes the GPU clock counter ([`GpuClock`](super::clock::GpuClock)).
+//!
+//! A PM4 queue's write pointer counts dwords (64-bit and monotonic on gfx9+; 32-bit, wrapping at
+//! the ring size before); its read pointer, as the CP reports it, is the dword offset in the ring
+//! (`CP_HQD_PQ_RPTR`: it wraps at the ring's end). The queue holds work while the read pointer
+//! differs from the write pointer modulo the ring size; packets may wrap around the ring's end.
+//! Any other opcode stops the queue with `EC_QUEUE_PACKET_UNSUPPORTED`.
 
 use std::sync::atomic::Ordering;
 
@@ -34,6 +42,15 @@ pub const PM4_RELEASE_MEM: u32 = 0x49;
 /// Dwords an indirect buffer may nest (an IB inside an IB); deeper chains are refused.
 const MAX_IB_DEPTH: u32 = 2;
 
+/// The count of a type-3 `NOP` that makes it a one-dword packet.
+const NOP_ONE_DWORD: u32 = 0x3FFF;
+
+/// `RELEASE_MEM` `INT_SEL` values that raise an interrupt: 1 (interrupt only), 2 (after the
+/// write is confirmed).
+const fn release_interrupts(int_sel: u32) -> bool {
+    matches!(int_sel, 1 | 2)
+}
+
 type Fault = (u32, Option<u64>);
 
 enum Exec {
@@ -41,6 +58,12 @@ enum Exec {
     Done(u64),
     Blocked,
 }
+
+/// An interrupt a queue's own `RELEASE_MEM` raises once the read pointer is past the packet:
+/// the CP fetched the packet (its read pointer moved) before the end-of-pipe event, so a host
+/// woken by the interrupt finds the read pointer past it. Inside an indirect buffer the
+/// interrupt is raised at once.
+type Deferred = Option<u32>;
 
 /// Outcome of an indirect buffer.
 pub(crate) enum IbOutcome {
@@ -64,6 +87,7 @@ fn packet(
     dw: &dyn Fn(u64) -> Option<u32>,
     avail: u64,
     depth: u32,
+    irq: &mut Deferred,
 ) -> Result<Exec, Fault> {
     let h = dw(0).ok_or((EC_QUEUE_PACKET_RESERVED, None))?;
     match h >> 30 {
@@ -71,11 +95,15 @@ fn packet(
         3 => {}
         _ => return Err((EC_QUEUE_PACKET_RESERVED, None)),
     }
-    let len = u64::from((h >> 16) & 0x3FFF) + 2;
+    let op = (h >> 8) & 0xFF;
+    let count = (h >> 16) & 0x3FFF;
+    if op == PM4_NOP && count == NOP_ONE_DWORD {
+        return Ok(Exec::Done(1));
+    }
+    let len = u64::from(count) + 2;
     if len > avail {
         return Err((EC_QUEUE_PACKET_RESERVED, None));
     }
-    let op = (h >> 8) & 0xFF;
     let get = |i: u64| dw(i).ok_or((EC_QUEUE_PACKET_RESERVED, None));
     let addr = |lo: u64, hi: u64| -> Result<u64, Fault> {
         Ok(u64::from(get(lo)? & !3) | (u64::from(get(hi)?) << 32))
@@ -122,9 +150,7 @@ fn packet(
                     let v = if data_sel == 2 {
                         u64::from(lo) | u64::from(hi) << 32
                     } else {
-                        std::time::SystemTime::UNIX_EPOCH
-                            .elapsed()
-                            .map_or(0, |d| d.as_nanos() as u64)
+                        cp.clock.counter()
                     };
                     let r = cp
                         .vm
@@ -136,8 +162,13 @@ fn packet(
                 _ => return Err((EC_QUEUE_PACKET_UNSUPPORTED, None)),
             }
             cp.progress.bump();
-            if int_sel != 0 {
-                cp.events.signal_event(get(7)? & 0x0FFF_FFFF);
+            if release_interrupts(int_sel) {
+                let ctx = get(7)? & 0x0FFF_FFFF;
+                if depth == 0 {
+                    *irq = Some(ctx);
+                } else {
+                    cp.events.signal_event(ctx);
+                }
             }
         }
         PM4_WAIT_REG_MEM => {
@@ -191,7 +222,7 @@ fn run_ib_at(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32, depth: u32) -> Result<
     let total = u64::from(dwords);
     while at < total {
         let dw = |i: u64| words.get((at + i) as usize).map(|w| w.load(Ordering::Relaxed));
-        match packet(q, cp, &dw, total - at, depth)? {
+        match packet(q, cp, &dw, total - at, depth, &mut None)? {
             Exec::Done(n) => at += n,
             Exec::Blocked => return Ok(IbOutcome::Blocked),
         }
@@ -205,7 +236,8 @@ pub(crate) fn run_ib(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32) -> Result<IbOu
     run_ib_at(q, cp, ib, dwords, 1)
 }
 
-/// Runs a PM4 queue for at most `budget` packets (pointers in dwords).
+/// Runs a PM4 queue for at most `budget` packets: from the read pointer (a dword offset in the
+/// ring) up to the write pointer modulo the ring size.
 pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u64) {
     let Some((ring, rptr, wptr)) = q.ring_memory(cp, regs) else {
         return (Step::Idle, 0);
@@ -215,20 +247,27 @@ pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u
     };
     let words = ring.u32s();
     let size = regs.ring_size / 4;
+    if size == 0 {
+        return (Step::Idle, 0);
+    }
     let mut n = 0u64;
     let quiet = |n: u64, s: Step| if n > 0 { Step::Progress } else { s };
     while (n as usize) < budget {
-        let r = rptr.load(Ordering::Relaxed);
-        let w = wptr.load(Ordering::Acquire);
+        // The read pointer is shared memory: whatever it holds is taken modulo the ring.
+        let r = rptr.load(Ordering::Relaxed) % size;
+        let w = wptr.load(Ordering::Acquire) % size;
         if r == w {
             return (quiet(n, Step::Idle), n);
         }
-        let dw = |i: u64| {
-            words.get((r.wrapping_add(i) % size) as usize).map(|d| d.load(Ordering::Relaxed))
-        };
-        match packet(q, cp, &dw, w.wrapping_sub(r), 0) {
+        let pending = (w + size - r) % size;
+        let dw = |i: u64| words.get(((r + i) % size) as usize).map(|d| d.load(Ordering::Relaxed));
+        let mut irq = None;
+        match packet(q, cp, &dw, pending, 0, &mut irq) {
             Ok(Exec::Done(len)) => {
-                rptr.store(r.wrapping_add(len), Ordering::Release);
+                rptr.store((r + len) % size, Ordering::Release);
+                if let Some(ctx) = irq {
+                    cp.events.signal_event(ctx);
+                }
                 n += 1;
             }
             Ok(Exec::Blocked) => return (quiet(n, Step::Blocked), n),

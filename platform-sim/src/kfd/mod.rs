@@ -97,7 +97,6 @@ pub(crate) struct KfdModel {
     pub(crate) events: Arc<event::SimEvents>,
     pub(crate) cp_events: Arc<RecordedEvents>,
     pub(crate) gpu: GpuModel,
-    epoch: std::time::Instant,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -160,7 +159,6 @@ impl KfdModel {
             events,
             cp_events,
             gpu,
-            epoch: std::time::Instant::now(),
         }
     }
 
@@ -302,13 +300,15 @@ impl KfdModel {
         }
     }
 
-    /// `kfd_ioctl_get_clock_counters`: the GPU counter runs at 100 MHz (the rate amdgpu
-    /// reports for gfx9+ `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the
-    /// monotonic clock in ns, as current kernels give.
+    /// `kfd_ioctl_get_clock_counters`: the GPU counter of the engines' clock
+    /// ([`GpuClock`](crate::gpu::clock::GpuClock), 100 MHz: the rate amdgpu reports for gfx9+
+    /// `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the same clock in ns, as
+    /// current kernels give.
     fn clock_counters(&self, args: &mut kfd_ioctl_get_clock_counters_args) -> Result<(), Errno> {
         self.gpu(args.gpu_id)?;
-        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        args.gpu_clock_counter = ns / 10;
+        let clock = self.gpu.cp.clock;
+        let ns = clock.nanos();
+        args.gpu_clock_counter = clock.counter();
         args.cpu_clock_counter = ns;
         args.system_clock_counter = ns;
         args.system_clock_freq = 1_000_000_000;
@@ -480,7 +480,7 @@ impl SimPlatform {
     ) -> Result<SimMapping, Errno> {
         let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
         let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
-        let sink = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
+        let doorbells = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
         let mapped = lock(&self.kfd.memory).map_kfd(offset, addr);
         let memory = match mapped {
             Ok(m) => m.memory().clone(),
@@ -495,6 +495,8 @@ impl SimPlatform {
                 hsakmt_hostmem::map_anonymous(at, size)?
             }
         };
-        Ok(SimMapping::doorbell(memory, sink))
+        // Plain stores to the page are found there by the processors' doorbell polls.
+        doorbells.set_page(memory.clone());
+        Ok(SimMapping::doorbell(memory, doorbells))
     }
 }
