@@ -5,10 +5,12 @@
 //! ([`Profile`]s embedded from `platform-sim/profiles/`, or any directory).
 //!
 //! User queues run on a simulated command processor: `CREATE_QUEUE` and the other queue ioctls
-//! are checked as amdkfd checks them, a doorbell write wakes the queue's processor, which
-//! executes AQL packets (kernel dispatches of host kernels registered with
-//! [`SimPlatform::register_kernel`], barrier-AND/OR, PM4 indirect buffers), PM4 packets and
-//! SDMA packets (copies, fills, fences, traps, memory polls) on the process's memory, completes
+//! are checked as amdkfd checks them, a doorbell write wakes the queue's processor (a plain store
+//! to the doorbell page is found by polling), which executes AQL packets (kernel dispatches of
+//! host kernels registered with [`SimPlatform::register_kernel`], barrier-AND/OR, PM4 indirect
+//! buffers), PM4 packets and SDMA packets (linear, broadcast and rectangular copies, fills,
+//! writes, fences, traps, memory polls, atomics, timestamps, cache controls) on the process's
+//! memory, completes
 //! signals and raises events; faults put the queue into error with the kernel's exception code
 //! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
 //! queues only in [`SimPlatform::run_until_idle`], deterministically.

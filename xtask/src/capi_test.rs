@@ -22,8 +22,16 @@ use crate::capi_build::{self, Installed};
 use crate::workspace_root;
 
 /// The test program's sources.
-const SOURCES: [&str; 7] =
-    ["main.c", "topology.c", "memory.c", "queues.c", "events.c", "bad_input.c", "misc.c"];
+const SOURCES: [&str; 8] = [
+    "main.c",
+    "topology.c",
+    "memory.c",
+    "queues.c",
+    "events.c",
+    "bad_input.c",
+    "misc.c",
+    "consumers.c",
+];
 
 /// Runs the test.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
