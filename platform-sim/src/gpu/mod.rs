@@ -36,6 +36,7 @@
 
 pub(crate) mod aql;
 pub(crate) mod clock;
+pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
 pub(crate) mod pqm;
@@ -54,11 +55,13 @@ use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
 use hsakmt_hostmem::HostMapping;
 
+use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
 use crate::mapping::DoorbellSink;
 use clock::GpuClock;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
 
+pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,6 +128,9 @@ pub struct QueueFault {
     pub packet: u64,
     /// The faulting address of a memory violation.
     pub address: Option<u64>,
+    /// For a fault of a kernel the ISA interpreter ran: the wave's fault (instruction,
+    /// opcode and mnemonic of an illegal instruction, the access of a memory violation).
+    pub wave: Option<crate::isa::WaveFault>,
 }
 
 /// A queue as the simulated hardware holds it (for tests and tools).
@@ -277,6 +283,10 @@ impl Progress {
 #[derive(Debug)]
 pub(crate) struct Cp {
     pub(crate) vm: Arc<dyn GpuVm>,
+    /// Trap handlers `(tba, tma)` per GPU (`AMDKFD_IOC_SET_TRAP_HANDLER`).
+    traps: Mutex<BTreeMap<u32, (u64, u64)>>,
+    /// What the ISA interpreter ran on every GPU.
+    pub(crate) isa_counters: isa_queue::IsaCounters,
     pub(crate) events: Arc<dyn EventHooks>,
     pub(crate) kernels: KernelRegistry,
     pub(crate) progress: Progress,
@@ -289,6 +299,16 @@ pub(crate) struct Cp {
 }
 
 impl Cp {
+    /// The trap handler set on `gpu_id`.
+    pub(crate) fn trap_handler(&self, gpu_id: u32) -> Option<(u64, u64)> {
+        lock(&self.traps).get(&gpu_id).copied()
+    }
+
+    /// Sets `gpu_id`'s trap handler.
+    pub(crate) fn set_trap_handler(&self, gpu_id: u32, tba: u64, tma: u64) {
+        lock(&self.traps).insert(gpu_id, (tba, tma));
+    }
+
     /// Completes an AQL/PM4 completion signal: decrement, then the mailbox write and the event.
     /// Returns `Err(address)` when the signal is not mapped.
     pub(crate) fn complete_signal(&self, gpu_id: u32, handle: u64) -> Result<(), u64> {
@@ -346,6 +366,8 @@ pub(crate) enum Step {
     Idle,
     /// The next packet waits for something (a barrier's signals, a memory poll).
     Blocked,
+    /// A kernel is running on the ISA interpreter and made progress; step again.
+    Running,
 }
 
 /// Engine-private execution state.
@@ -353,6 +375,11 @@ pub(crate) enum Step {
 pub(crate) struct Exec {
     /// Failed polls of the current SDMA `POLL_REGMEM`.
     pub(crate) poll_retries: u32,
+    /// Where each level of PM4 indirect buffer stopped (address, dwords, dword reached), so
+    /// a buffer blocked on a poll or a dispatch in flight resumes there.
+    pub(crate) ib_pos: [Option<(u64, u32, u64)>; 3],
+    /// The ISA interpreter's state for this queue.
+    pub(crate) isa: isa_queue::QueueIsa,
 }
 
 /// A user queue as the simulated hardware sees it (its MQD).
@@ -382,6 +409,8 @@ pub(crate) struct SimQueue {
     pub(crate) pins: Mutex<Vec<Pin>>,
     exec: Mutex<Exec>,
     packets: AtomicU64,
+    /// The wave fault behind the next error this queue raises.
+    wave_fault: Mutex<Option<crate::isa::WaveFault>>,
 }
 
 impl SimQueue {
@@ -419,6 +448,7 @@ impl SimQueue {
             pins: Mutex::new(pins),
             exec: Mutex::new(Exec::default()),
             packets: AtomicU64::new(0),
+            wave_fault: Mutex::new(None),
         }
     }
 
@@ -548,8 +578,8 @@ impl SimQueue {
             return Step::Idle;
         }
         let (step, n) = match self.kind {
-            QueueKind::Aql => aql::run(self, cp, &regs, budget),
-            QueueKind::Pm4 => pm4::run(self, cp, &regs, budget),
+            QueueKind::Aql => aql::run(self, cp, &regs, &mut exec, budget),
+            QueueKind::Pm4 => pm4::run(self, cp, &regs, &mut exec, budget),
             QueueKind::Sdma { .. } => sdma::run(self, cp, &regs, &mut exec, budget),
         };
         self.packets.fetch_add(n, Ordering::Relaxed);
@@ -576,12 +606,24 @@ impl SimQueue {
         None
     }
 
+    /// Records the wave fault behind the error the queue is about to raise.
+    pub(crate) fn note_wave_fault(&self, f: crate::isa::WaveFault) {
+        *lock(&self.wave_fault) = Some(f);
+    }
+
     /// Puts the queue into error: records the fault, writes the exception mask to the error
     /// payload named in its context-save-area header and raises its error event, and for
     /// memory violations the process's memory-fault events.
     pub(crate) fn raise_fault(&self, cp: &Cp, exception: u32, packet: u64, address: Option<u64>) {
-        let fault =
-            QueueFault { queue_id: self.qid, gpu_id: self.gpu_id, exception, packet, address };
+        let wave = lock(&self.wave_fault).take();
+        let fault = QueueFault {
+            queue_id: self.qid,
+            gpu_id: self.gpu_id,
+            exception,
+            packet,
+            address,
+            wave,
+        };
         *lock(&self.fault) = Some(fault);
         if self.ctx_save != 0
             && let Some(hdr) = cp.vm.resolve(self.gpu_id, self.ctx_save, 40)
@@ -599,7 +641,8 @@ impl SimQueue {
             }
         }
         if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
-            cp.events.memory_fault(self.gpu_id, a, false);
+            let write = wave.and_then(|w| w.memory_fault()).is_some_and(|m| m.write);
+            cp.events.memory_fault(self.gpu_id, a, write);
         }
         cp.events.queue_error(&fault);
         cp.progress.bump();
@@ -678,7 +721,7 @@ fn worker(q: Weak<SimQueue>, cp: Arc<Cp>, doorbells: Option<Arc<Doorbells>>) {
             q.poll_doorbell(d);
         }
         match q.step(&cp, 256) {
-            Step::Progress => {
+            Step::Progress | Step::Running => {
                 idle_since = None;
                 blocked_wait = Duration::from_micros(20);
                 poll_wait = DOORBELL_POLL_MIN;
@@ -748,6 +791,8 @@ impl GpuModel {
         GpuModel {
             cp: Arc::new(Cp {
                 vm,
+                traps: Mutex::new(BTreeMap::new()),
+                isa_counters: isa_queue::IsaCounters::default(),
                 events,
                 kernels: config.kernels,
                 progress: Progress::default(),
@@ -876,10 +921,19 @@ impl GpuModel {
         true
     }
 
+    /// Wave instructions, lane instructions and waves the ISA interpreter ran so far.
+    pub(crate) fn isa_counters(&self) -> IsaCount {
+        self.cp.isa_counters.get()
+    }
+
     /// Runs every queue until none makes progress; returns the packets consumed. Each round
-    /// first looks at every queue's doorbell slot (plain doorbell stores).
+    /// first looks at every queue's doorbell slot (plain doorbell stores). A kernel on the
+    /// interpreter runs until it ends or blocks, or until the dispatches of this call ran
+    /// [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
         let mut total = 0;
+        let start = self.cp.isa_counters.get().instructions;
+        let within = || self.cp.isa_counters.get().instructions - start < IDLE_RUN_INSTRUCTIONS;
         loop {
             let queues: Vec<Arc<SimQueue>> =
                 lock(&self.queues).values().map(|l| l.q.clone()).collect();
@@ -889,7 +943,13 @@ impl GpuModel {
                     q.poll_doorbell(d);
                 }
                 let before = q.packets();
-                while q.step(&self.cp, 4096) == Step::Progress {}
+                loop {
+                    match q.step(&self.cp, 4096) {
+                        Step::Progress => {}
+                        Step::Running if within() => {}
+                        _ => break,
+                    }
+                }
                 let n = q.packets() - before;
                 total += n;
                 moved |= n > 0;
