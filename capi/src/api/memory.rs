@@ -240,7 +240,7 @@ pub unsafe extern "C" fn hsaKmtAvailableMemory(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
     MemoryAddress: *mut core::ffi::c_void,
-    _MemorySizeInBytes: HSAuint64,
+    MemorySizeInBytes: HSAuint64,
     AlternateVAGPU: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     let dev = tri!(opened());
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
         // SAFETY: non-NULL and valid for writes, as the caller guarantees.
         unsafe { AlternateVAGPU.write(0) };
     }
-    let r = with_kfd!(dev, k => serialized(|| k.map_memory_to_gpu(MemoryAddress as u64, MapNodes::Default)));
+    let r = with_kfd!(dev, k => serialized(|| k.map_memory_to_gpu_sized(MemoryAddress as u64, MemorySizeInBytes, MapNodes::Default)));
     // SAFETY: as the caller guarantees.
     unsafe { map_status("hsaKmtMapMemoryToGPU", MemoryAddress as u64, AlternateVAGPU, r) }
 }
@@ -299,7 +299,7 @@ unsafe fn map_status(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
     MemoryAddress: *mut core::ffi::c_void,
-    _MemorySizeInBytes: HSAuint64,
+    MemorySizeInBytes: HSAuint64,
     AlternateVAGPU: *mut HSAuint64,
     _MemMapFlags: HsaMemMapFlags,
     NumberOfNodes: HSAuint64,
@@ -319,7 +319,7 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
         // SAFETY: non-NULL and valid for writes, as the caller guarantees.
         unsafe { AlternateVAGPU.write(0) };
     }
-    let r = with_kfd!(dev, k => serialized(|| k.map_memory_to_gpu(MemoryAddress as u64, MapNodes::Only(nodes))));
+    let r = with_kfd!(dev, k => serialized(|| k.map_memory_to_gpu_sized(MemoryAddress as u64, MemorySizeInBytes, MapNodes::Only(nodes))));
     // SAFETY: as the caller guarantees.
     unsafe { map_status("hsaKmtMapMemoryToGPUNodes", MemoryAddress as u64, AlternateVAGPU, r) }
 }

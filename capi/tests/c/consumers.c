@@ -335,6 +335,21 @@ static void registered_gpu_address(void)
     EXPECT_OK(hsaKmtDeregisterMemory((void *)(uintptr_t)alt));
     HsaPointerInfo info;
     EXPECT(HSAKMT_STATUS_ERROR, hsaKmtQueryPointerInfo((void *)user, &info));
+    /* The same start registered with two sizes is two registrations, each mapped at its own
+     * GPU address and released through it (the map names the memory by start and size). */
+    HSAuint64 eight = 0, four = 0;
+    EXPECT_OK(hsaKmtRegisterMemory((void *)user, 8));
+    EXPECT_OK(hsaKmtMapMemoryToGPU((void *)user, 8, &eight));
+    EXPECT_OK(hsaKmtRegisterMemory((void *)user, 4));
+    EXPECT_OK(hsaKmtMapMemoryToGPU((void *)user, 4, &four));
+    CHECK(eight && four && eight != four && four % 4096 == 100,
+          "GPU addresses %#llx (8 bytes) and %#llx (4 bytes)", (unsigned long long)eight,
+          (unsigned long long)four);
+    EXPECT_OK(hsaKmtUnmapMemoryToGPU((void *)(uintptr_t)eight));
+    EXPECT_OK(hsaKmtDeregisterMemory((void *)(uintptr_t)eight));
+    EXPECT_OK(hsaKmtUnmapMemoryToGPU((void *)(uintptr_t)four));
+    EXPECT_OK(hsaKmtDeregisterMemory((void *)(uintptr_t)four));
+    EXPECT(HSAKMT_STATUS_ERROR, hsaKmtQueryPointerInfo((void *)user, &info));
     /* Allocated memory's GPU address is its CPU address: AlternateVAGPU stays 0. */
     HSAuint64 none = 1;
     EXPECT_OK(hsaKmtMapMemoryToGPU(ring, RING, &none));

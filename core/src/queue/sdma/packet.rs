@@ -151,18 +151,21 @@ impl RectSurface {
         Ok(())
     }
 
-    fn encode(&self, out: &mut [u32; MAX_PACKET_DWORDS], at: usize) {
-        out[at] = self.addr as u32;
-        out[at + 1] = (self.addr >> 32) as u32;
-        out[at + 2] = self.offset[0] | (self.offset[1] << 16);
-        out[at + 3] = self.offset[2] | ((self.pitch - 1) << 13);
-        out[at + 4] = self.slice_pitch - 1;
+    /// Its five dwords of a `COPY_LINEAR_RECT` (validated: pitches are at least 1).
+    const fn encode(&self) -> [u32; 5] {
+        [
+            self.addr as u32,
+            (self.addr >> 32) as u32,
+            self.offset[0] | (self.offset[1] << 16),
+            self.offset[2] | ((self.pitch - 1) << 13),
+            self.slice_pitch - 1,
+        ]
     }
 
-    /// Decodes dwords `at..at + 5` of a `COPY_LINEAR_RECT` (address, offsets, pitches).
-    fn decode(d: &[u32; 13], at: u8) -> Result<Self, SdmaError> {
-        let i = usize::from(at);
-        let (lo, hi, p1, p2, p3) = (d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4]);
+    /// Decodes its five dwords of a `COPY_LINEAR_RECT` (address, offsets, pitches), which
+    /// start at dword `at` of the packet.
+    fn decode(d: [u32; 5], at: u8) -> Result<Self, SdmaError> {
+        let [lo, hi, p1, p2, p3] = d;
         if p1 & 0xC000_C000 != 0 {
             return Err(SdmaError::ReservedNonZero { dword: at + 2 });
         }
@@ -548,12 +551,24 @@ impl SdmaPacket {
                 9
             }
             Self::CopyLinearRect(r) => {
-                b[0] = header(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR_RECT)
-                    | ((r.element_log2 as u32) << 29);
-                r.src.encode(b, 1);
-                r.dst.encode(b, 6);
-                b[11] = (r.extent[0] - 1) | ((r.extent[1] - 1) << 16);
-                b[12] = r.extent[2] - 1;
+                let [s0, s1, s2, s3, s4] = r.src.encode();
+                let [d0, d1, d2, d3, d4] = r.dst.encode();
+                *b = [
+                    header(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR_RECT)
+                        | ((r.element_log2 as u32) << 29),
+                    s0,
+                    s1,
+                    s2,
+                    s3,
+                    s4,
+                    d0,
+                    d1,
+                    d2,
+                    d3,
+                    d4,
+                    (r.extent[0] - 1) | ((r.extent[1] - 1) << 16),
+                    r.extent[2] - 1,
+                ];
                 13
             }
             Self::ConstantFill { dst, data, bytes } => {
@@ -684,8 +699,8 @@ impl SdmaPacket {
                 reserved(d[12] >> 11 != 0, 12)?;
                 SdmaPacket::CopyLinearRect(LinearRect {
                     element_log2: (h >> 29) as u8,
-                    src: RectSurface::decode(&d, 1)?,
-                    dst: RectSurface::decode(&d, 6)?,
+                    src: RectSurface::decode([d[1], d[2], d[3], d[4], d[5]], 1)?,
+                    dst: RectSurface::decode([d[6], d[7], d[8], d[9], d[10]], 6)?,
                     extent: [(d[11] & 0x3FFF) + 1, ((d[11] >> 16) & 0x3FFF) + 1, d[12] + 1],
                 })
             }
