@@ -257,6 +257,63 @@ out:
     unshare(mem, 4 * 4096);
 }
 
+/* kfdtest's GPUDoorbellWrite: an SDMA queue writes another queue's write pointer and doorbell,
+ * which rings it; writes to the doorbell page and to the MMIO-remap page (the HDP flush register
+ * kfdtest's DeviceHdpFlush shader writes) are ordinary GPU writes, not faults: the SDMA queue
+ * goes on to its fence. */
+static void gpu_rings_a_doorbell(void)
+{
+    uint32_t *ring = shared(RING), *sring = shared(RING);
+    volatile uint32_t *data = shared(4096);
+    if (!ring || !sring || !data)
+        return;
+    HsaQueueResource pm4, sdma;
+    memset(&pm4, 0, sizeof pm4);
+    memset(&sdma, 0, sizeof sdma);
+    EXPECT_OK(hsaKmtCreateQueue(g_sys.gpu, HSA_QUEUE_COMPUTE, 100, HSA_QUEUE_PRIORITY_NORMAL,
+                                ring, RING, NULL, &pm4));
+    EXPECT_OK(hsaKmtCreateQueue(g_sys.gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, sring,
+                                RING, NULL, &sdma));
+    if (pm4.QueueId && sdma.QueueId) {
+        uint64_t dst = (uint64_t)(uintptr_t)data;
+        struct pm4 q = { ring, 0 };
+        write_data(&q, dst, 0x12345678); /* placed, not submitted */
+        uint64_t w = (uint64_t)(uintptr_t)pm4.Queue_write_ptr_aql;
+        uint64_t db = (uint64_t)(uintptr_t)pm4.Queue_DoorBell_aql;
+        struct sdma s = { sring, 0 };
+        uint32_t wptr[] = { 2, LO(w), HI(w), 1, (uint32_t)q.wptr, 0 };
+        emit(&s, wptr, 6);
+        uint32_t bell[] = { 2, LO(db), HI(db), 1, (uint32_t)q.wptr, 0 };
+        emit(&s, bell, 6);
+        HsaNodeProperties props;
+        EXPECT_OK(hsaKmtGetNodeProperties(g_sys.gpu, &props));
+        HsaMemoryProperties banks[16];
+        HSAuint32 n = props.NumMemoryBanks < 16 ? props.NumMemoryBanks : 16;
+        EXPECT_OK(hsaKmtGetNodeMemoryProperties(g_sys.gpu, n, banks));
+        for (HSAuint32 i = 0; i < n; i++) {
+            if (banks[i].HeapType != HSA_HEAPTYPE_MMIO_REMAP || !banks[i].VirtualBaseAddress)
+                continue;
+            uint64_t mmio = banks[i].VirtualBaseAddress;
+            uint32_t hdp[] = { 2, LO(mmio), HI(mmio), 0, 1 };
+            emit(&s, hdp, 5);
+        }
+        uint64_t fence = dst + 64;
+        uint32_t f[] = { 5, LO(fence), HI(fence), 0xFE };
+        emit(&s, f, 4);
+        plain_ring(&sdma, (uint64_t)s.n * 4);
+        CHECK(wait_u32(&data[0], 0x12345678), "the queue the GPU rang did not run its packet");
+        CHECK(wait_u32(&data[16], 0xFE), "the SDMA queue stopped after writing a doorbell or "
+                                         "the MMIO page");
+    }
+    if (pm4.QueueId)
+        EXPECT_OK(hsaKmtDestroyQueue(pm4.QueueId));
+    if (sdma.QueueId)
+        EXPECT_OK(hsaKmtDestroyQueue(sdma.QueueId));
+    unshare(ring, RING);
+    unshare(sring, RING);
+    unshare((void *)data, 4096);
+}
+
 /* An AQL queue rung with a plain store of the last packet's index to the doorbell page (ROCr
  * outside DTIF mode): noticed without hsaKmtQueueRingDoorbell. */
 static void aql_plain_doorbell(void)
@@ -426,6 +483,7 @@ void test_consumers(void)
     pm4_queue();
     sdma_queue();
     aql_plain_doorbell();
+    gpu_rings_a_doorbell();
     registered_gpu_address();
     threads_on_same_memory();
 }
