@@ -8,9 +8,5 @@ pub(crate) const MEMORY_OBJECTS: usize = 16_384;
 /// upstream's callers use at most 64).
 pub(crate) const MAX_WAIT_EVENTS: usize = 256;
 
-/// Stack of the thread that builds the device at the first open (the facade is built in place
-/// on it, whatever the stack of the thread calling `hsaKmtOpenKFD`).
-pub(crate) const BUILD_STACK: usize = 64 << 20;
-
 /// The `HSAKMT_DEBUG_LEVEL` from which errors are printed to stderr (upstream's `pr_err`).
 pub(crate) const DEBUG_LEVEL_ERR: i32 = 3;

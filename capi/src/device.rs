@@ -74,15 +74,9 @@ pub(crate) fn device_or_build() -> Result<&'static Device, String> {
         return Ok(d);
     }
     let spec = Spec::from_env()?;
-    // The facade holds the topology snapshot inline: build it on a thread with a stack of
-    // known size rather than the caller's.
-    let built = std::thread::Builder::new()
-        .name("hsakmt-open".into())
-        .stack_size(config::BUILD_STACK)
-        .spawn(move || spec.build())
-        .map_err(|e| format!("cannot start the thread that builds the device: {e}"))?
-        .join()
-        .map_err(|_| "building the device failed".to_owned())??;
+    // The facade keeps its tables (memory manager, topology snapshot, queues and events) on the
+    // heap, so it is built on the caller's thread whatever its stack.
+    let built = spec.build()?;
     DEVICE.store(Box::into_raw(Box::new(built)), Ordering::Release);
     device().ok_or_else(|| "the device vanished".to_owned())
 }

@@ -8,7 +8,7 @@
 
 use core::ffi::c_void;
 
-use hsakmt_core::device::memory::MAX_NODES;
+use hsakmt_core::config::NODE_SET_CAPACITY;
 use hsakmt_core::device::{Kfd, MemoryStorage};
 use hsakmt_core::platform::Platform;
 use hsakmt_core::topology::{MemBankKey, NodeKind, Owner};
@@ -26,10 +26,10 @@ pub(crate) struct DrmDevice {
     node: u32,
 }
 
-const fn devices() -> [DrmDevice; MAX_NODES] {
-    let mut t = [const { DrmDevice { magic: MAGIC, node: 0 } }; MAX_NODES];
+const fn devices() -> [DrmDevice; NODE_SET_CAPACITY] {
+    let mut t = [const { DrmDevice { magic: MAGIC, node: 0 } }; NODE_SET_CAPACITY];
     let mut i = 0;
-    while i < MAX_NODES {
+    while i < NODE_SET_CAPACITY {
         t[i].node = i as u32;
         i += 1;
     }
@@ -37,7 +37,7 @@ const fn devices() -> [DrmDevice; MAX_NODES] {
 }
 
 /// One record per node id.
-static DEVICES: [DrmDevice; MAX_NODES] = devices();
+static DEVICES: [DrmDevice; NODE_SET_CAPACITY] = devices();
 
 /// The handle of GPU node `node`.
 pub fn handle_of(node: u32) -> Option<*mut c_void> {
@@ -289,6 +289,6 @@ mod tests {
         assert_eq!(node_of(h.cast::<u8>().wrapping_add(1).cast()), None);
         let local = 0u64;
         assert_eq!(node_of((&raw const local).cast()), None);
-        assert_eq!(handle_of(MAX_NODES as u32), None);
+        assert_eq!(handle_of(NODE_SET_CAPACITY as u32), None);
     }
 }

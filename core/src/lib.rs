@@ -11,7 +11,9 @@
 //!
 //! A tour, bottom up:
 //! - [`uapi`]: the kernel's `kfd_ioctl.h` / `kfd_sysfs.h`, byte for byte.
+//! - [`config`]: every capacity, one name each.
 //! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
+//! - [`slot_table`]: the generation-checked slot table behind the handle tables.
 //! - [`platform`]: the injected I/O boundary.
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
 //! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
@@ -24,6 +26,22 @@
 //!   descriptors, metadata, kernel-argument layout.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
+//!
+//! # Module names
+//!
+//! A capability that talks to the kernel lives at two levels, and their names say what each
+//! level adds:
+//! - the **bookkeeping** level is a top-level module named for the capability ([`memory`],
+//!   [`queue`], [`event`]): pure state machines, formats and tables — no platform, no lock, no
+//!   ioctl;
+//! - the **manager** level is `device::<capability>_manager` ([`device::memory_manager`],
+//!   [`device::queue_manager`], and the private event manager): the part of [`device::Kfd`] that
+//!   takes the locks, issues the ioctls and mappings through the platform, and records the
+//!   outcome in the bookkeeping.
+//!
+//! Below them, a file is named for the one thing it holds (`memory::dmabuf_info` decodes what
+//! the kernel says about a dma-buf; `device::memory_manager::dmabuf` exports and imports one),
+//! so no two modules of the crate share a name at different levels (test modules excepted).
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -36,6 +54,7 @@
 extern crate std;
 
 pub mod code_object;
+pub mod config;
 pub mod device;
 pub mod driver;
 pub mod error;
@@ -43,5 +62,6 @@ pub mod event;
 pub mod memory;
 pub mod platform;
 pub mod queue;
+pub mod slot_table;
 pub mod topology;
 pub mod uapi;

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use hsakmt_core::code_object::kernarg::{ArgValue, Dispatch, write_kernargs};
 use hsakmt_core::code_object::{CodeObject, Kernel};
-use hsakmt_core::device::Kfd;
-use hsakmt_core::device::queue::{AqlQueue, QueueDesc, QueueInfo, QueueType};
+use hsakmt_core::device::queue_manager::{AqlQueue, QueueDesc, QueueInfo, QueueType};
 use hsakmt_core::platform::{SharedMemory, SysfsFile};
 use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
 use hsakmt_sim::{CpMode, Profile, QueueFault, SimMapping, SimPlatform};
 
+use crate::SimKfd;
 use crate::queue_support::{Buf, Signals, host_buffer, wait_until};
 
 /// Each gfx9 profile with the target its GPUs run.
@@ -26,7 +26,7 @@ pub const TARGETS: [(&str, &str); 3] = [
 /// # Panics
 /// When the profile is unknown or the device does not open.
 #[must_use]
-pub fn open(profile: &str, mode: CpMode) -> Box<Kfd<SimPlatform>> {
+pub fn open(profile: &str, mode: CpMode) -> Box<SimKfd> {
     let mut p = Profile::embedded(profile).expect("embedded profile");
     if profile == "mi210-8gpu-2hive" {
         // The MI210 capture lacks the `gpu_id` files; give its GPU nodes 2..=9 ids.
@@ -34,7 +34,7 @@ pub fn open(profile: &str, mode: CpMode) -> Box<Kfd<SimPlatform>> {
             p.set_file(SysfsFile::GpuId(node), format!("{}\n", 40000 + node).as_bytes());
         }
     }
-    let kfd = Box::new(Kfd::new(SimPlatform::builder().profile(p).cp_mode(mode).build()));
+    let kfd = crate::device(SimPlatform::builder().profile(p).cp_mode(mode).build());
     kfd.open().expect("open");
     kfd
 }
@@ -53,7 +53,7 @@ impl<'a> Loaded<'a> {
     /// # Panics
     /// On a malformed object.
     #[must_use]
-    pub fn new(kfd: &Kfd<SimPlatform>, bytes: &'a [u8]) -> Self {
+    pub fn new(kfd: &SimKfd, bytes: &'a [u8]) -> Self {
         let object = CodeObject::parse(bytes).expect("a valid code object");
         let mut image = vec![0u8; object.image_size() as usize];
         let buf = host_buffer(kfd, image.len() as u64);
@@ -99,7 +99,7 @@ impl IsaQueue {
     /// # Panics
     /// When the facade refuses.
     #[must_use]
-    pub fn new(kfd: &Kfd<SimPlatform>, node: u32) -> Self {
+    pub fn new(kfd: &SimKfd, node: u32) -> Self {
         let info =
             kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).expect("queue");
         let queue = kfd.aql_queue(info.handle).expect("AQL queue");
@@ -126,7 +126,7 @@ impl IsaQueue {
     /// When the arguments do not fit the kernel, or after `timeout`.
     pub fn run(
         &self,
-        kfd: &Kfd<SimPlatform>,
+        kfd: &SimKfd,
         (kernel, object): (Kernel<'_>, u64),
         args: &[ArgValue<'_>],
         dispatch: &Dispatch,

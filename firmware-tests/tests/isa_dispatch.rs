@@ -9,23 +9,20 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use firmware_tests::SimKfd;
 use firmware_tests::isa_support::{
     IsaQueue, Loaded, TARGETS, kfdtest_dispatch, open, pm4_header, write_data,
 };
 use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, wait_until};
-use firmware_tests::with_big_stack;
 use hsakmt_core::code_object::kernarg::{ArgValue, Dispatch as CoDispatch, write_kernargs};
-use hsakmt_core::device::Kfd;
-use hsakmt_core::device::queue::{QueueDesc, QueueType};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueType};
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
 use hsakmt_core::uapi::{
     EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_MEMORY_VIOLATION, EC_QUEUE_WAVE_TRAP,
 };
 use hsakmt_kernels::{KernelSet, control, find};
-use hsakmt_sim::{
-    CpMode, PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, SimPlatform,
-};
+use hsakmt_sim::{CpMode, PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -115,9 +112,9 @@ fn compute(profile: &str, gfx: &str, mode: CpMode) {
 #[test]
 fn aql_dispatches_run_compiled_kernels_on_every_target() {
     for (profile, gfx) in TARGETS {
-        with_big_stack(|| compute(profile, gfx, CpMode::Step));
+        compute(profile, gfx, CpMode::Step);
     }
-    with_big_stack(|| compute(TARGETS[2].0, TARGETS[2].1, CpMode::Threaded));
+    compute(TARGETS[2].0, TARGETS[2].1, CpMode::Threaded);
 }
 
 /// A 64-byte kernel descriptor: entry `0x100` bytes on, the given RSRC1/2 and properties.
@@ -131,7 +128,7 @@ fn descriptor(rsrc1: u32, rsrc2: u32, props: u16) -> [u8; 64] {
 }
 
 /// Runs `code` (one wave) from an AQL packet; returns the queue's fault.
-fn aql_fault(kfd: &Kfd<SimPlatform>, code: &[u32]) -> hsakmt_sim::QueueFault {
+fn aql_fault(kfd: &SimKfd, code: &[u32]) -> hsakmt_sim::QueueFault {
     let sim = kfd.platform();
     let node = gpu_nodes(kfd)[0];
     let mem = host_buffer(kfd, 4096);
@@ -156,33 +153,31 @@ fn aql_fault(kfd: &Kfd<SimPlatform>, code: &[u32]) -> hsakmt_sim::QueueFault {
 
 #[test]
 fn wave_faults_are_the_queue_errors_amdkfd_raises() {
-    with_big_stack(|| {
-        let kfd = open(TARGETS[1].0, CpMode::Step);
-        // An opcode nothing defines.
-        let f = aql_fault(&kfd, &[0x7E00_FE00, 0xBF81_0000]);
-        assert_eq!(f.exception, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
-        let why = f.wave.expect("the wave's fault").to_string();
-        assert!(why.contains("VOP1 opcode 127"), "{why}");
-        // An operation the interpreter refuses by name (v_add_f16).
-        let f = aql_fault(&kfd, &[0x3E02_0702, 0xBF81_0000]);
-        assert_eq!(f.exception, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
-        assert!(f.wave.expect("detail").to_string().contains("v_add_f16"));
-        // flat_store_dword v[2:3], v0 with v[2:3] zero: a write to page 0.
-        let faults_before = kfd.platform().memory_faults().len();
-        let f = aql_fault(&kfd, &[0x7E04_0280, 0x7E06_0280, 0xDC70_0000, 0x0000_0002, 0xBF81_0000]);
-        assert_eq!((f.exception, f.address), (EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(0)));
-        let faults = kfd.platform().memory_faults();
-        assert_eq!(faults.len(), faults_before + 1);
-        assert_eq!((faults[faults_before].1, faults[faults_before].2), (0, true), "a write at 0");
-        // s_trap 2 (llvm.trap) without a trap handler.
-        let f = aql_fault(&kfd, &[0xBF92_0002, 0xBF81_0000]);
-        assert_eq!(f.exception, EC_QUEUE_WAVE_TRAP);
-    });
+    let kfd = open(TARGETS[1].0, CpMode::Step);
+    // An opcode nothing defines.
+    let f = aql_fault(&kfd, &[0x7E00_FE00, 0xBF81_0000]);
+    assert_eq!(f.exception, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
+    let why = f.wave.expect("the wave's fault").to_string();
+    assert!(why.contains("VOP1 opcode 127"), "{why}");
+    // An operation the interpreter refuses by name (v_add_f16).
+    let f = aql_fault(&kfd, &[0x3E02_0702, 0xBF81_0000]);
+    assert_eq!(f.exception, EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
+    assert!(f.wave.expect("detail").to_string().contains("v_add_f16"));
+    // flat_store_dword v[2:3], v0 with v[2:3] zero: a write to page 0.
+    let faults_before = kfd.platform().memory_faults().len();
+    let f = aql_fault(&kfd, &[0x7E04_0280, 0x7E06_0280, 0xDC70_0000, 0x0000_0002, 0xBF81_0000]);
+    assert_eq!((f.exception, f.address), (EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(0)));
+    let faults = kfd.platform().memory_faults();
+    assert_eq!(faults.len(), faults_before + 1);
+    assert_eq!((faults[faults_before].1, faults[faults_before].2), (0, true), "a write at 0");
+    // s_trap 2 (llvm.trap) without a trap handler.
+    let f = aql_fault(&kfd, &[0xBF92_0002, 0xBF81_0000]);
+    assert_eq!(f.exception, EC_QUEUE_WAVE_TRAP);
 }
 
 /// A PM4 queue and the buffers a kfdtest-style dispatch needs.
 struct Pm4 {
-    kfd: Box<Kfd<SimPlatform>>,
+    kfd: Box<SimKfd>,
     node: u32,
     gfx: &'static str,
 }
@@ -257,176 +252,156 @@ impl Pm4 {
 #[test]
 fn kfdtest_copy_dword_through_pm4() {
     for (profile, gfx) in TARGETS {
-        with_big_stack(|| {
-            let t = Pm4::new(profile, gfx, CpMode::Step);
-            let sim = t.kfd.platform();
-            let code =
-                t.shader(by_target(gfx, COPY_DWORD_GFX900, COPY_DWORD_GFX90A, COPY_DWORD_GFX942));
-            let (src, dst, done) =
-                (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
-            src.u32s()[0].store(0x0101_0101, Ordering::Relaxed);
-            let a =
-                |b: &firmware_tests::queue_support::Buf| [b.addr() as u32, (b.addr() >> 32) as u32];
-            let args = [a(&src), a(&dst)].concat();
-            let (_ib, ring) = t.ib(code.addr(), &args, [1, 1, 1], done.addr());
-            let info = t
-                .kfd
-                .create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096))
-                .expect("queue");
-            let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
-            q.submit(&ring, || {}).expect("room");
-            wait_until(sim, T, "the dispatch", || done.u32s()[0].load(Ordering::Acquire) == 1);
-            assert_eq!(sim.queue_fault(info.queue_id), None);
-            assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x0101_0101, "{gfx}");
-            assert_eq!(q.rptr(), q.wptr());
-        });
+        let t = Pm4::new(profile, gfx, CpMode::Step);
+        let sim = t.kfd.platform();
+        let code =
+            t.shader(by_target(gfx, COPY_DWORD_GFX900, COPY_DWORD_GFX90A, COPY_DWORD_GFX942));
+        let (src, dst, done) =
+            (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+        src.u32s()[0].store(0x0101_0101, Ordering::Relaxed);
+        let a = |b: &firmware_tests::queue_support::Buf| [b.addr() as u32, (b.addr() >> 32) as u32];
+        let args = [a(&src), a(&dst)].concat();
+        let (_ib, ring) = t.ib(code.addr(), &args, [1, 1, 1], done.addr());
+        let info =
+            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+        let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+        q.submit(&ring, || {}).expect("room");
+        wait_until(sim, T, "the dispatch", || done.u32s()[0].load(Ordering::Acquire) == 1);
+        assert_eq!(sim.queue_fault(info.queue_id), None);
+        assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x0101_0101, "{gfx}");
+        assert_eq!(q.pending(), 0, "drained");
     }
 }
 
 #[test]
 fn a_polling_shader_yields_the_command_processor() {
-    with_big_stack(|| {
-        let t = Pm4::new(TARGETS[0].0, TARGETS[0].1, CpMode::Step);
-        let sim = t.kfd.platform();
-        let code = t.shader(POLL_MEMORY);
-        let (src, dst, done) =
-            (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
-        let a = |b: &firmware_tests::queue_support::Buf| [b.addr() as u32, (b.addr() >> 32) as u32];
-        let (_ib, ring) = t.ib(code.addr(), &[a(&src), a(&dst)].concat(), [1, 1, 1], done.addr());
-        let info =
-            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
-        let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
-        q.submit(&ring, || {}).expect("room");
-        // The shader spins; the processor returns, and another queue's work runs meanwhile.
-        sim.run_until_idle();
-        let other = host_buffer(&t.kfd, 4096);
-        let info2 =
-            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
-        let mut q2 = t.kfd.pm4_queue(info2.handle).expect("PM4 queue");
-        q2.submit(&write_data(other.addr(), 7), || {}).expect("room");
-        sim.run_until_idle();
-        assert_eq!(other.u32s()[0].load(Ordering::Acquire), 7, "the other queue ran");
-        assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0, "still polling");
-        assert_eq!(sim.queue_fault(info.queue_id), None);
-        assert!(sim.queue_state(info.queue_id).expect("queue").active);
-        // The host writes the value the shader waits for.
-        src.u32s()[0].store(0x5678, Ordering::Release);
-        wait_until(sim, T, "the poll", || done.u32s()[0].load(Ordering::Acquire) == 1);
-        assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x5678);
-    });
+    let t = Pm4::new(TARGETS[0].0, TARGETS[0].1, CpMode::Step);
+    let sim = t.kfd.platform();
+    let code = t.shader(POLL_MEMORY);
+    let (src, dst, done) =
+        (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+    let a = |b: &firmware_tests::queue_support::Buf| [b.addr() as u32, (b.addr() >> 32) as u32];
+    let (_ib, ring) = t.ib(code.addr(), &[a(&src), a(&dst)].concat(), [1, 1, 1], done.addr());
+    let info =
+        t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+    let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+    q.submit(&ring, || {}).expect("room");
+    // The shader spins; the processor returns, and another queue's work runs meanwhile.
+    sim.run_until_idle();
+    let other = host_buffer(&t.kfd, 4096);
+    let info2 =
+        t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+    let mut q2 = t.kfd.pm4_queue(info2.handle).expect("PM4 queue");
+    q2.submit(&write_data(other.addr(), 7), || {}).expect("room");
+    sim.run_until_idle();
+    assert_eq!(other.u32s()[0].load(Ordering::Acquire), 7, "the other queue ran");
+    assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0, "still polling");
+    assert_eq!(sim.queue_fault(info.queue_id), None);
+    assert!(sim.queue_state(info.queue_id).expect("queue").active);
+    // The host writes the value the shader waits for.
+    src.u32s()[0].store(0x5678, Ordering::Release);
+    wait_until(sim, T, "the poll", || done.u32s()[0].load(Ordering::Acquire) == 1);
+    assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x5678);
 }
 
 #[test]
 fn a_polling_shader_in_threaded_mode() {
-    with_big_stack(|| {
-        let t = Pm4::new(TARGETS[2].0, TARGETS[2].1, CpMode::Threaded);
-        let sim = t.kfd.platform();
-        let code = t.shader(POLL_MEMORY);
-        let (src, dst, done) =
-            (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
-        let a = |b: &firmware_tests::queue_support::Buf| [b.addr() as u32, (b.addr() >> 32) as u32];
-        let (_ib, ring) = t.ib(code.addr(), &[a(&src), a(&dst)].concat(), [1, 1, 1], done.addr());
-        let info =
-            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
-        let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
-        q.submit(&ring, || {}).expect("room");
-        std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0, "still polling");
-        src.u32s()[0].store(0x5678, Ordering::Release);
-        wait_until(sim, T, "the poll", || done.u32s()[0].load(Ordering::Acquire) == 1);
-        assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x5678);
-        drop(q);
-        t.kfd.destroy_queue(info.handle).expect("destroy");
-    });
+    let t = Pm4::new(TARGETS[2].0, TARGETS[2].1, CpMode::Threaded);
+    let sim = t.kfd.platform();
+    let code = t.shader(POLL_MEMORY);
+    let (src, dst, done) =
+        (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+    let a = |b: &firmware_tests::queue_support::Buf| [b.addr() as u32, (b.addr() >> 32) as u32];
+    let (_ib, ring) = t.ib(code.addr(), &[a(&src), a(&dst)].concat(), [1, 1, 1], done.addr());
+    let info =
+        t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+    let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+    q.submit(&ring, || {}).expect("room");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0, "still polling");
+    src.u32s()[0].store(0x5678, Ordering::Release);
+    wait_until(sim, T, "the poll", || done.u32s()[0].load(Ordering::Acquire) == 1);
+    assert_eq!(dst.u32s()[0].load(Ordering::Relaxed), 0x5678);
+    drop(q);
+    t.kfd.destroy_queue(info.handle).expect("destroy");
 }
 
 #[test]
 fn kernels_that_never_end_do_not_hold_the_simulator() {
-    with_big_stack(|| {
-        let t = Pm4::new(TARGETS[0].0, TARGETS[0].1, CpMode::Step);
-        let sim = t.kfd.platform();
-        for (code, writes) in [(PERSISTENT, true), (INFINITE_LOOP, false)] {
-            let code = t.shader(code);
-            let (out, done) = (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
-            let (_ib, ring) = t.ib(
-                code.addr(),
-                &[out.addr() as u32, (out.addr() >> 32) as u32],
-                [1, 1, 1],
-                done.addr(),
-            );
-            let info = t
-                .kfd
-                .create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096))
-                .expect("queue");
-            let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
-            q.submit(&ring, || {}).expect("room");
-            // Each call returns although the kernel runs on.
-            sim.run_until_idle();
-            let first = out.u32s()[0].load(Ordering::Acquire);
-            sim.run_until_idle();
-            let second = out.u32s()[0].load(Ordering::Acquire);
-            assert_eq!(writes, second > first, "counter {first} then {second}");
-            assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0);
-            assert_eq!(sim.queue_fault(info.queue_id), None);
-            drop(q);
-            t.kfd.destroy_queue(info.handle).expect("destroy a queue running a kernel");
-        }
-    });
+    let t = Pm4::new(TARGETS[0].0, TARGETS[0].1, CpMode::Step);
+    let sim = t.kfd.platform();
+    for (code, writes) in [(PERSISTENT, true), (INFINITE_LOOP, false)] {
+        let code = t.shader(code);
+        let (out, done) = (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+        let (_ib, ring) = t.ib(
+            code.addr(),
+            &[out.addr() as u32, (out.addr() >> 32) as u32],
+            [1, 1, 1],
+            done.addr(),
+        );
+        let info =
+            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+        let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+        q.submit(&ring, || {}).expect("room");
+        // Each call returns although the kernel runs on.
+        sim.run_until_idle();
+        let first = out.u32s()[0].load(Ordering::Acquire);
+        sim.run_until_idle();
+        let second = out.u32s()[0].load(Ordering::Acquire);
+        assert_eq!(writes, second > first, "counter {first} then {second}");
+        assert_eq!(done.u32s()[0].load(Ordering::Acquire), 0);
+        assert_eq!(sim.queue_fault(info.queue_id), None);
+        drop(q);
+        t.kfd.destroy_queue(info.handle).expect("destroy a queue running a kernel");
+    }
 }
 
 #[test]
 fn trap_handler_entry_and_return() {
     for (profile, gfx) in TARGETS {
-        with_big_stack(|| {
-            let t = Pm4::new(profile, gfx, CpMode::Step);
-            let sim = t.kfd.platform();
-            let code = t.shader(JUMP_TO_TRAP);
-            let handler = t.shader(TRAP_HANDLER);
-            let tma = host_buffer(&t.kfd, 4096);
-            t.kfd.set_trap_handler(t.node, handler.addr(), tma.addr()).expect("trap handler");
-            let (out, done) = (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
-            let args = [out.addr() as u32, (out.addr() >> 32) as u32];
-            let (_ib, ring) = t.ib(code.addr(), &args, [1, 1, 1], done.addr());
-            let info = t
-                .kfd
-                .create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096))
-                .expect("queue");
-            let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
-            q.submit(&ring, || {}).expect("room");
-            wait_until(sim, T, "the dispatch", || done.u32s()[0].load(Ordering::Acquire) == 1);
-            assert_eq!(sim.queue_fault(info.queue_id), None, "{gfx}");
-            // The handler copied ttmp1 to v4: the trap id (1) at bits 16..24 over PC[47:32].
-            let v4 = out.u32s()[0].load(Ordering::Relaxed);
-            assert_eq!(v4, 1 << 16 | (code.addr() >> 32) as u32, "{gfx}");
-            assert!(sim.raised_events().contains(&0x801), "the handler's interrupt");
-        });
+        let t = Pm4::new(profile, gfx, CpMode::Step);
+        let sim = t.kfd.platform();
+        let code = t.shader(JUMP_TO_TRAP);
+        let handler = t.shader(TRAP_HANDLER);
+        let tma = host_buffer(&t.kfd, 4096);
+        t.kfd.set_trap_handler(t.node, handler.addr(), tma.addr()).expect("trap handler");
+        let (out, done) = (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+        let args = [out.addr() as u32, (out.addr() >> 32) as u32];
+        let (_ib, ring) = t.ib(code.addr(), &args, [1, 1, 1], done.addr());
+        let info =
+            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+        let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+        q.submit(&ring, || {}).expect("room");
+        wait_until(sim, T, "the dispatch", || done.u32s()[0].load(Ordering::Acquire) == 1);
+        assert_eq!(sim.queue_fault(info.queue_id), None, "{gfx}");
+        // The handler copied ttmp1 to v4: the trap id (1) at bits 16..24 over PC[47:32].
+        let v4 = out.u32s()[0].load(Ordering::Relaxed);
+        assert_eq!(v4, 1 << 16 | (code.addr() >> 32) as u32, "{gfx}");
+        assert!(sim.raised_events().contains(&0x801), "the handler's interrupt");
     }
 }
 
 #[test]
 fn gws_semaphores_across_work_groups() {
-    with_big_stack(|| {
-        let t = Pm4::new(TARGETS[1].0, TARGETS[1].1, CpMode::Step);
-        let sim = t.kfd.platform();
-        let (init, inc) = (t.shader(GWS_INIT), t.shader(GWS_INCREASE));
-        let (value, counter, done) =
-            (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
-        value.u32s()[0].store(1, Ordering::Relaxed);
-        let a =
-            |b: &firmware_tests::queue_support::Buf| vec![b.addr() as u32, (b.addr() >> 32) as u32];
-        let info =
-            t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
-        let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
-        let (_ib1, r1) = t.ib(init.addr(), &a(&value), [1, 1, 1], done.addr());
-        q.submit(&r1, || {}).expect("room");
-        wait_until(sim, T, "init", || done.u32s()[0].load(Ordering::Acquire) == 1);
-        done.u32s()[0].store(0, Ordering::Relaxed);
-        let (_ib2, r2) = t.ib(inc.addr(), &a(&counter), [16, 1, 1], done.addr());
-        q.submit(&r2, || {}).expect("room");
-        wait_until(sim, T, "the increments", || done.u32s()[0].load(Ordering::Acquire) == 1);
-        assert_eq!(counter.u32s()[0].load(Ordering::Relaxed), 16);
-        assert_eq!(sim.queue_fault(info.queue_id), None);
-    });
+    let t = Pm4::new(TARGETS[1].0, TARGETS[1].1, CpMode::Step);
+    let sim = t.kfd.platform();
+    let (init, inc) = (t.shader(GWS_INIT), t.shader(GWS_INCREASE));
+    let (value, counter, done) =
+        (host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096), host_buffer(&t.kfd, 4096));
+    value.u32s()[0].store(1, Ordering::Relaxed);
+    let a = |b: &firmware_tests::queue_support::Buf| vec![b.addr() as u32, (b.addr() >> 32) as u32];
+    let info =
+        t.kfd.create_queue(&QueueDesc::new(t.node, QueueType::Compute, 4096)).expect("queue");
+    let mut q = t.kfd.pm4_queue(info.handle).expect("PM4 queue");
+    let (_ib1, r1) = t.ib(init.addr(), &a(&value), [1, 1, 1], done.addr());
+    q.submit(&r1, || {}).expect("room");
+    wait_until(sim, T, "init", || done.u32s()[0].load(Ordering::Acquire) == 1);
+    done.u32s()[0].store(0, Ordering::Relaxed);
+    let (_ib2, r2) = t.ib(inc.addr(), &a(&counter), [16, 1, 1], done.addr());
+    q.submit(&r2, || {}).expect("room");
+    wait_until(sim, T, "the increments", || done.u32s()[0].load(Ordering::Acquire) == 1);
+    assert_eq!(counter.u32s()[0].load(Ordering::Relaxed), 16);
+    assert_eq!(sim.queue_fault(info.queue_id), None);
 }
 
 /// Nanoseconds this thread ran on a CPU (`/proc/thread-self/schedstat`).
@@ -445,61 +420,53 @@ fn thread_cpu_ns() -> u64 {
 #[ignore = "a measurement"]
 fn throughput_of_the_compute_kernel() {
     for (profile, gfx) in TARGETS {
-        with_big_stack(|| {
-            let kfd = open(profile, CpMode::Step);
-            let sim = kfd.platform();
-            let node = gpu_nodes(&kfd)[0];
-            let code = Loaded::new(&kfd, find(KernelSet::Control, gfx).expect("object").bytes);
-            let (kernel, object) = code.kernel(control::STEP);
-            let n = 1u32 << 22;
-            let (input, output) =
-                (host_buffer(&kfd, 4 * u64::from(n)), host_buffer(&kfd, 4 * u64::from(n)));
-            for (i, w) in input.u32s().iter().enumerate() {
-                w.store(i as u32, Ordering::Relaxed);
-            }
-            for w in output.u32s() {
-                w.store(1, Ordering::Relaxed);
-            }
-            let args_values = [
-                ArgValue::Pointer(input.addr()),
-                ArgValue::Pointer(output.addr()),
-                ArgValue::U64(u64::from(n)),
-                ArgValue::U64(9),
-            ];
-            let mut kernargs = [0u8; 4096];
-            write_kernargs(
-                &kernel.metadata,
-                &mut kernargs,
-                &args_values,
-                &CoDispatch::linear(n, 256),
-            )
+        let kfd = open(profile, CpMode::Step);
+        let sim = kfd.platform();
+        let node = gpu_nodes(&kfd)[0];
+        let code = Loaded::new(&kfd, find(KernelSet::Control, gfx).expect("object").bytes);
+        let (kernel, object) = code.kernel(control::STEP);
+        let n = 1u32 << 22;
+        let (input, output) =
+            (host_buffer(&kfd, 4 * u64::from(n)), host_buffer(&kfd, 4 * u64::from(n)));
+        for (i, w) in input.u32s().iter().enumerate() {
+            w.store(i as u32, Ordering::Relaxed);
+        }
+        for w in output.u32s() {
+            w.store(1, Ordering::Relaxed);
+        }
+        let args_values = [
+            ArgValue::Pointer(input.addr()),
+            ArgValue::Pointer(output.addr()),
+            ArgValue::U64(u64::from(n)),
+            ArgValue::U64(9),
+        ];
+        let mut kernargs = [0u8; 4096];
+        write_kernargs(&kernel.metadata, &mut kernargs, &args_values, &CoDispatch::linear(n, 256))
             .expect("kernel arguments");
-            let args = host_buffer(&kfd, 4096);
-            args.write(0, &kernargs).expect("fits");
-            let signals = Signals::new(&kfd, 1, 1);
-            let info = kfd
-                .create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096))
-                .expect("queue");
-            let q = kfd.aql_queue(info.handle).expect("AQL queue");
-            let mut k = KernelDispatch::linear(object, n, 256);
-            k.kernarg_address = args.addr();
-            k.completion_signal = signals.handle(0);
-            let (start, cpu, before) = (Instant::now(), thread_cpu_ns(), sim.isa_count());
-            q.submit(&AqlPacket::KernelDispatch(k).to_words().expect("packet"), || {});
-            wait_until(sim, T, "the dispatch", || signals.get(0).load_acquire() == 0);
-            let (wall, cpu) = (start.elapsed().as_secs_f64(), (thread_cpu_ns() - cpu) as f64 / 1e9);
-            let ran = sim.isa_count();
-            let lanes = (ran.lane_instructions - before.lane_instructions) as f64;
-            let waves = ran.waves - before.waves;
-            assert_eq!(waves, u64::from(n / 64));
-            assert_eq!(output.u32s()[12345].load(Ordering::Relaxed), 12345 * 3 + 9);
-            println!(
-                "{gfx}: {n} work-items, {waves} waves, {lanes} lane instructions in {wall:.3} s ({:.0} M/s), {cpu:.3} s on the CPU ({:.0} M/s)",
-                lanes / wall / 1e6,
-                lanes / cpu / 1e6
-            );
-            drop(q);
-            kfd.destroy_queue(info.handle).expect("destroy");
-        });
+        let args = host_buffer(&kfd, 4096);
+        args.write(0, &kernargs).expect("fits");
+        let signals = Signals::new(&kfd, 1, 1);
+        let info =
+            kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).expect("queue");
+        let q = kfd.aql_queue(info.handle).expect("AQL queue");
+        let mut k = KernelDispatch::linear(object, n, 256);
+        k.kernarg_address = args.addr();
+        k.completion_signal = signals.handle(0);
+        let (start, cpu, before) = (Instant::now(), thread_cpu_ns(), sim.isa_count());
+        q.submit(&AqlPacket::KernelDispatch(k).to_words().expect("packet"), || {});
+        wait_until(sim, T, "the dispatch", || signals.get(0).load_acquire() == 0);
+        let (wall, cpu) = (start.elapsed().as_secs_f64(), (thread_cpu_ns() - cpu) as f64 / 1e9);
+        let ran = sim.isa_count();
+        let lanes = (ran.lane_instructions - before.lane_instructions) as f64;
+        let waves = ran.waves - before.waves;
+        assert_eq!(waves, u64::from(n / 64));
+        assert_eq!(output.u32s()[12345].load(Ordering::Relaxed), 12345 * 3 + 9);
+        println!(
+            "{gfx}: {n} work-items, {waves} waves, {lanes} lane instructions in {wall:.3} s ({:.0} M/s), {cpu:.3} s on the CPU ({:.0} M/s)",
+            lanes / wall / 1e6,
+            lanes / cpu / 1e6
+        );
+        drop(q);
+        kfd.destroy_queue(info.handle).expect("destroy");
     }
 }

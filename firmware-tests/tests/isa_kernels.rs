@@ -8,14 +8,13 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use firmware_tests::SimKfd;
 use firmware_tests::isa_support::{IsaQueue, Loaded, TARGETS, open};
 use firmware_tests::queue_support::{Buf, gpu_nodes, host_buffer};
-use firmware_tests::with_big_stack;
 use hsakmt_core::code_object::kernarg::{ArgValue, Dispatch};
-use hsakmt_core::device::Kfd;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_kernels::{KernelSet, all, blit, control, test};
-use hsakmt_sim::{CpMode, SimPlatform};
+use hsakmt_sim::CpMode;
 
 const T: Duration = Duration::from_secs(60);
 
@@ -43,7 +42,7 @@ impl Rng {
 }
 
 /// A host buffer holding `words`.
-fn words(kfd: &Kfd<SimPlatform>, words: &[u32]) -> Buf {
+fn words(kfd: &SimKfd, words: &[u32]) -> Buf {
     let b = host_buffer(kfd, (4 * words.len() as u64).max(4));
     for (w, v) in b.u32s().iter().zip(words) {
         w.store(*v, Ordering::Relaxed);
@@ -65,7 +64,7 @@ fn ptr(b: &Buf) -> ArgValue<'static> {
 
 /// Everything a kernel set runs with: the device, a queue, the loaded object, the target.
 struct Gpu<'a> {
-    kfd: &'a Kfd<SimPlatform>,
+    kfd: &'a SimKfd,
     q: IsaQueue,
     code: Loaded<'a>,
     what: String,
@@ -309,27 +308,25 @@ fn lookup_table(g: &Gpu<'_>, rng: &mut Rng) {
 
 /// Runs every kernel of the test set from `object` on `profile`.
 fn test_set(profile: &str, stem: &str) {
-    with_big_stack(|| {
-        let kfd = open(profile, CpMode::Step);
-        let bytes = object(KernelSet::Test, stem);
-        let g = Gpu {
-            kfd: &kfd,
-            q: IsaQueue::new(&kfd, gpu_nodes(&kfd)[0]),
-            code: Loaded::new(&kfd, bytes),
-            what: format!("{stem} on {profile}"),
-        };
-        let mut rng = Rng(0x5EED);
-        vector_add(&g, &mut rng);
-        lds_reduce(&g, &mut rng);
-        atomics(&g, &mut rng);
-        transpose_2d(&g, &mut rng);
-        local_size_2d(&g);
-        float_math(&g, &mut rng);
-        int_division(&g, &mut rng);
-        uint_division64(&g, &mut rng);
-        private_array(&g, &mut rng);
-        lookup_table(&g, &mut rng);
-    });
+    let kfd = open(profile, CpMode::Step);
+    let bytes = object(KernelSet::Test, stem);
+    let g = Gpu {
+        kfd: &kfd,
+        q: IsaQueue::new(&kfd, gpu_nodes(&kfd)[0]),
+        code: Loaded::new(&kfd, bytes),
+        what: format!("{stem} on {profile}"),
+    };
+    let mut rng = Rng(0x5EED);
+    vector_add(&g, &mut rng);
+    lds_reduce(&g, &mut rng);
+    atomics(&g, &mut rng);
+    transpose_2d(&g, &mut rng);
+    local_size_2d(&g);
+    float_math(&g, &mut rng);
+    int_division(&g, &mut rng);
+    uint_division64(&g, &mut rng);
+    private_array(&g, &mut rng);
+    lookup_table(&g, &mut rng);
 }
 
 #[test]
@@ -368,51 +365,49 @@ const BLITS: &[(usize, usize, usize, u32)] = &[
 ];
 
 fn blits(profile: &str, gfx: &str) {
-    with_big_stack(|| {
-        let kfd = open(profile, CpMode::Step);
-        let bytes = object(KernelSet::Blit, gfx);
-        let g = Gpu {
-            kfd: &kfd,
-            q: IsaQueue::new(&kfd, gpu_nodes(&kfd)[0]),
-            code: Loaded::new(&kfd, bytes),
-            what: format!("blit on {gfx}"),
-        };
-        let mut rng = Rng(0xB117);
-        let src: Vec<u8> = (0..8192).map(|_| rng.u32() as u8).collect();
-        let bs = host_buffer(&kfd, src.len() as u64);
-        bs.write(0, &src).expect("fits");
-        let bd = host_buffer(&kfd, 8192);
-        let pattern = 0xA1B2_C3D4u32;
-        for &(so, doff, len, items) in BLITS {
-            let what = format!("{len} bytes from +{so} to +{doff}, {items} work-items");
-            let d = Dispatch::linear(items, 64.min(items as u16));
-            bd.write(0, &[0xEE; 8192]).expect("fits");
-            let args = [
-                ArgValue::Pointer(bs.addr() + so as u64),
-                ArgValue::Pointer(bd.addr() + doff as u64),
-                ArgValue::U64(len as u64),
-            ];
-            g.run(blit::COPY_BYTES, &args, &d);
-            let mut got = vec![0u8; 8192];
-            bd.read(0, &mut got).expect("fits");
-            let mut want = vec![0xEEu8; 8192];
-            want[doff..doff + len].copy_from_slice(&src[so..so + len]);
-            assert!(got == want, "copy_bytes {what} on {gfx}");
-            bd.write(0, &[0xEE; 8192]).expect("fits");
-            let args = [
-                ArgValue::Pointer(bd.addr() + doff as u64),
-                ArgValue::U32(pattern),
-                ArgValue::U64(len as u64),
-            ];
-            g.run(blit::FILL_BYTES, &args, &d);
-            bd.read(0, &mut got).expect("fits");
-            let mut want = vec![0xEEu8; 8192];
-            for k in 0..len {
-                want[doff + k] = pattern.to_le_bytes()[k % 4];
-            }
-            assert!(got == want, "fill_bytes {what} on {gfx}");
+    let kfd = open(profile, CpMode::Step);
+    let bytes = object(KernelSet::Blit, gfx);
+    let g = Gpu {
+        kfd: &kfd,
+        q: IsaQueue::new(&kfd, gpu_nodes(&kfd)[0]),
+        code: Loaded::new(&kfd, bytes),
+        what: format!("blit on {gfx}"),
+    };
+    let mut rng = Rng(0xB117);
+    let src: Vec<u8> = (0..8192).map(|_| rng.u32() as u8).collect();
+    let bs = host_buffer(&kfd, src.len() as u64);
+    bs.write(0, &src).expect("fits");
+    let bd = host_buffer(&kfd, 8192);
+    let pattern = 0xA1B2_C3D4u32;
+    for &(so, doff, len, items) in BLITS {
+        let what = format!("{len} bytes from +{so} to +{doff}, {items} work-items");
+        let d = Dispatch::linear(items, 64.min(items as u16));
+        bd.write(0, &[0xEE; 8192]).expect("fits");
+        let args = [
+            ArgValue::Pointer(bs.addr() + so as u64),
+            ArgValue::Pointer(bd.addr() + doff as u64),
+            ArgValue::U64(len as u64),
+        ];
+        g.run(blit::COPY_BYTES, &args, &d);
+        let mut got = vec![0u8; 8192];
+        bd.read(0, &mut got).expect("fits");
+        let mut want = vec![0xEEu8; 8192];
+        want[doff..doff + len].copy_from_slice(&src[so..so + len]);
+        assert!(got == want, "copy_bytes {what} on {gfx}");
+        bd.write(0, &[0xEE; 8192]).expect("fits");
+        let args = [
+            ArgValue::Pointer(bd.addr() + doff as u64),
+            ArgValue::U32(pattern),
+            ArgValue::U64(len as u64),
+        ];
+        g.run(blit::FILL_BYTES, &args, &d);
+        bd.read(0, &mut got).expect("fits");
+        let mut want = vec![0xEEu8; 8192];
+        for k in 0..len {
+            want[doff + k] = pattern.to_le_bytes()[k % 4];
         }
-    });
+        assert!(got == want, "fill_bytes {what} on {gfx}");
+    }
 }
 
 #[test]
@@ -432,26 +427,24 @@ fn the_control_step_of_every_gfx9_object() {
     for (t, names) in objects {
         let profile = TARGETS[t].0;
         for name in names {
-            with_big_stack(|| {
-                let kfd = open(profile, CpMode::Step);
-                let bytes = object(KernelSet::Control, name);
-                let g = Gpu {
-                    kfd: &kfd,
-                    q: IsaQueue::new(&kfd, gpu_nodes(&kfd)[0]),
-                    code: Loaded::new(&kfd, bytes),
-                    what: format!("{name} on {profile}"),
-                };
-                let n = 3000u32;
-                let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
-                let (bi, bo) = (words(&kfd, &input), words(&kfd, &vec![0; n as usize]));
-                let args =
-                    [ptr(&bi), ptr(&bo), ArgValue::U64(u64::from(n)), ArgValue::U64(0x1_0000_0011)];
-                g.run(control::STEP, &args, &Dispatch::linear(n, 256));
-                let out = read(&bo, n as usize);
-                for (i, v) in input.iter().enumerate() {
-                    assert_eq!(out[i], v.wrapping_mul(3).wrapping_add(0x11), "[{i}] {}", g.what);
-                }
-            });
+            let kfd = open(profile, CpMode::Step);
+            let bytes = object(KernelSet::Control, name);
+            let g = Gpu {
+                kfd: &kfd,
+                q: IsaQueue::new(&kfd, gpu_nodes(&kfd)[0]),
+                code: Loaded::new(&kfd, bytes),
+                what: format!("{name} on {profile}"),
+            };
+            let n = 3000u32;
+            let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+            let (bi, bo) = (words(&kfd, &input), words(&kfd, &vec![0; n as usize]));
+            let args =
+                [ptr(&bi), ptr(&bo), ArgValue::U64(u64::from(n)), ArgValue::U64(0x1_0000_0011)];
+            g.run(control::STEP, &args, &Dispatch::linear(n, 256));
+            let out = read(&bo, n as usize);
+            for (i, v) in input.iter().enumerate() {
+                assert_eq!(out[i], v.wrapping_mul(3).wrapping_add(0x11), "[{i}] {}", g.what);
+            }
         }
     }
 }

@@ -43,5 +43,5 @@ pub use monitor::{EventMonitor, MonitorError};
 #[cfg(feature = "std")]
 pub use platform::LinuxPlatform;
 #[cfg(feature = "std")]
-pub use storage::{BoxedMemory, boxed_tables};
+pub use storage::{BoxedMemory, boxed_driver, boxed_kfd, boxed_tables};
 pub use sysfs::{KFD_TOPOLOGY_ROOT, SysfsTree};

@@ -9,7 +9,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use hsakmt_core::device::EVENT_CAPACITY;
+use hsakmt_core::config::DEFAULT_EVENT_CAPACITY;
 use hsakmt_core::event::EventHandle;
 
 use crate::types::HsaEvent;
@@ -28,9 +28,9 @@ struct Slot {
 // `HsaEvent` it was given.
 unsafe impl Sync for Slot {}
 
-static SLOTS: [Slot; EVENT_CAPACITY] =
+static SLOTS: [Slot; DEFAULT_EVENT_CAPACITY] =
     [const { Slot { event: UnsafeCell::new(HsaEvent::zeroed()), handle: AtomicU64::new(0) } };
-        EVENT_CAPACITY];
+        DEFAULT_EVENT_CAPACITY];
 
 /// Stores `event` in the slot of `handle` and returns the pointer to give the caller.
 pub(super) fn publish(handle: EventHandle, event: HsaEvent) -> Option<*mut HsaEvent> {

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 
-use hsakmt_core::device::memory::MAX_NODES;
+use hsakmt_core::config::NODE_SET_CAPACITY;
 use hsakmt_core::device::{Error as DeviceError, Kfd, MapNodes, MemoryStorage, PointerKind};
 use hsakmt_core::memory::{CachePolicy, Error as MemError, MemFlags, NodeSet};
 use hsakmt_core::platform::Platform;
@@ -336,7 +336,7 @@ pub(super) unsafe fn node_array<'a>(
         return Err(HSAKMT_STATUS_INVALID_PARAMETER);
     }
     let n = usize::try_from(count).map_err(|_| HSAKMT_STATUS_INVALID_PARAMETER)?;
-    if n > MAX_NODES {
+    if n > NODE_SET_CAPACITY {
         return Err(HSAKMT_STATUS_INVALID_NODE_UNIT);
     }
     // SAFETY: non-NULL and valid for `count` reads, as the caller guarantees.
@@ -390,12 +390,12 @@ pub unsafe extern "C" fn hsaKmtUnmapMemoryToGPU(
 thread_local! {
     /// The node lists `hsaKmtQueryPointerInfo` points at: valid until the next call on the same
     /// thread (upstream's stay valid until the object's registration or mapping changes).
-    static NODE_LISTS: RefCell<([u32; MAX_NODES], [u32; MAX_NODES])> =
-        const { RefCell::new(([0; MAX_NODES], [0; MAX_NODES])) };
+    static NODE_LISTS: RefCell<([u32; NODE_SET_CAPACITY], [u32; NODE_SET_CAPACITY])> =
+        const { RefCell::new(([0; NODE_SET_CAPACITY], [0; NODE_SET_CAPACITY])) };
 }
 
 /// Copies `set` into `out`; returns how many.
-fn fill(set: NodeSet, out: &mut [u32; MAX_NODES]) -> u32 {
+fn fill(set: NodeSet, out: &mut [u32; NODE_SET_CAPACITY]) -> u32 {
     let mut n = 0;
     for (slot, node) in out.iter_mut().zip(set.iter()) {
         *slot = node;

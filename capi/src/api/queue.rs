@@ -10,7 +10,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use hsakmt_core::device::queue::{
+use hsakmt_core::device::queue_manager::{
     ErrorReporting, QueueDesc, QueueError, QueueHandle, QueueInfo, QueuePointers, QueueType,
     RingSpec, RingUpdate,
 };

@@ -3,7 +3,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use hsakmt_core::device::queue::MAX_QUEUES;
+use hsakmt_core::config::MAX_DEVICE_QUEUES;
 use hsakmt_core::queue::params::KFD_MAX_CU_MASK_BITS;
 
 /// Words of a CU mask.
@@ -15,9 +15,9 @@ struct Slot {
     bits: AtomicU32,
 }
 
-static SLOTS: [Slot; MAX_QUEUES] =
+static SLOTS: [Slot; MAX_DEVICE_QUEUES] =
     [const { Slot { words: [const { AtomicU32::new(0) }; WORDS], bits: AtomicU32::new(0) } };
-        MAX_QUEUES];
+        MAX_DEVICE_QUEUES];
 
 /// Records the CU mask of the queue in table slot `index`: the first `bits` bits of `mask`.
 pub(super) fn set(index: usize, bits: u32, mask: &[u32]) {

@@ -3,7 +3,7 @@
 //! whose upstream code differs map their own cases before falling back to these.
 
 use hsakmt_core::device::Error as DeviceError;
-use hsakmt_core::device::queue::QueueError;
+use hsakmt_core::device::queue_manager::QueueError;
 use hsakmt_core::event;
 use hsakmt_core::memory::Error as MemError;
 

@@ -4,7 +4,9 @@
 //! attributes need a GPU node.
 
 use hsakmt_core::device::{Error as DeviceError, Kfd, MemoryStorage};
-use hsakmt_core::memory::svm::{MAX_SVM_ATTRIBUTES, SvmAttribute, SvmFlags, SvmLocation};
+use hsakmt_core::memory::svm_attributes::{
+    MAX_SVM_ATTRIBUTES, SvmAttribute, SvmFlags, SvmLocation,
+};
 use hsakmt_core::memory::{Error as MemError, PAGE_SIZE};
 use hsakmt_core::platform::Platform;
 

@@ -4,7 +4,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use hsakmt_core::device::memory::MAX_NODES;
+use hsakmt_core::config::NODE_SET_CAPACITY;
 use hsakmt_core::device::{Kfd, MemoryStorage};
 use hsakmt_core::platform::{Ioctl, Platform};
 use hsakmt_core::uapi::{kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_tile_config_args};
@@ -16,7 +16,7 @@ use crate::types::*;
 
 /// The MMIO-remap page of each GPU node (0: none), mapped at the first
 /// `hsaKmtAcquireSystemProperties` of an open, as upstream's aperture setup maps it.
-static MMIO: [AtomicU64; MAX_NODES] = [const { AtomicU64::new(0) }; MAX_NODES];
+static MMIO: [AtomicU64; NODE_SET_CAPACITY] = [const { AtomicU64::new(0) }; NODE_SET_CAPACITY];
 
 /// Whether this open mapped the pages already.
 static MMIO_MAPPED: AtomicBool = AtomicBool::new(false);

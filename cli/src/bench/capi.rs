@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use hsakmt_capi::inproc::{self, Library};
 use hsakmt_capi::types::HsaMemFlags;
-use hsakmt_core::device::queue::{QueueDesc, QueueType};
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueType};
 use hsakmt_core::device::{EventDescriptor, Kfd};
 use hsakmt_core::memory::MemFlags;
 use hsakmt_linux::{BoxedMemory, boxed_tables};
@@ -34,13 +34,7 @@ const BATCH: usize = 1000;
 const GOAL: &str = "ratio <= 1.10";
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
-    // The facades are large; build and use them on a thread with room for them.
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(move || measure(scale))
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|_| "capi benchmark panicked".to_string())?
+    measure(scale)
 }
 
 fn measure(scale: f64) -> Result<Vec<Row>, String> {

@@ -12,7 +12,7 @@
 //!
 //! The measured pairs repeat one shape, so after the warm-up every allocation is served by the
 //! memory manager's recycle cache (the freed pair's address range and object slot, reused in
-//! `O(1)`; see `hsakmt_core::device::memory`); each row also reports how many freed
+//! `O(1)`; see `hsakmt_core::device::memory_manager`); each row also reports how many freed
 //! allocations the cache held after the run (`recycled`). The bookkeeping goal counts the
 //! timer; the maximum of a run is bounded by the host's scheduling and interrupts, not by the
 //! library (whose worst cases are documented in `hsakmt_core::memory`), so the bookkeeping rows
@@ -372,12 +372,7 @@ fn ioctl_reference(
 }
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || measure(scale))
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|_| "memory benchmark panicked".to_string())?
+    measure(scale)
 }
 
 fn measure(scale: f64) -> Result<Vec<Row>, String> {

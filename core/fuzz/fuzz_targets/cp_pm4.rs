@@ -12,8 +12,8 @@
 use std::sync::OnceLock;
 
 use hsakmt_core::device::Kfd;
-use hsakmt_core::device::memory::MapNodes;
-use hsakmt_core::device::queue::{QueueDesc, QueueType};
+use hsakmt_core::device::memory_manager::MapNodes;
+use hsakmt_core::device::queue_manager::{QueueDesc, QueueType};
 use hsakmt_core::memory::MemFlags;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::topology::NodeKind;

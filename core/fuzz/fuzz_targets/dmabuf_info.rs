@@ -12,7 +12,7 @@ use hsakmt_core::memory::aperture::{
     ApertureConfig, ApertureKind, InlineAperture, MEM_HANDLE_APERTURE_SIZE, NON_CANONICAL_START,
     SvmLayout,
 };
-use hsakmt_core::memory::dmabuf::{DmaBufInfo, IMAGE_ALIGN, METADATA_SIZE};
+use hsakmt_core::memory::dmabuf_info::{DmaBufInfo, IMAGE_ALIGN, METADATA_SIZE};
 use hsakmt_core::memory::kfd_flags::mem_flags_from_alloc;
 use hsakmt_core::memory::objects::{InlineObjectTable, MemoryKind, MemoryObject};
 use hsakmt_core::memory::va::VaSlot;

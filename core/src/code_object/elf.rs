@@ -2,7 +2,7 @@
 //! assumed): the file header, program and section headers, symbols, `Elf64_Rela` and
 //! `Elf64_Dyn` entries, and notes.
 
-use super::error::{CodeObjectError, ElfPart, ElfProblem};
+use super::parse_error::{CodeObjectError, ElfPart, ElfProblem};
 
 /// `Elf64_Ehdr` size.
 pub(super) const EHDR_SIZE: usize = 64;

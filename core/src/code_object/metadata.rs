@@ -8,8 +8,8 @@
 //! to an `Unknown` variant. Keys and meanings: AMDGPUUsage, "Code Object V3 Metadata" to
 //! "Code Object V6 Metadata".
 
-use super::error::{MetadataError, MetadataProblem};
 use super::msgpack::{Cursor, Map, Seq, Value};
+use super::parse_error::{MetadataError, MetadataProblem};
 
 /// The kind of a kernel argument (`.value_kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

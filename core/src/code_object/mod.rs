@@ -38,30 +38,27 @@
 
 pub mod descriptor;
 mod elf;
-pub mod error;
 pub mod kernarg;
 pub mod metadata;
 pub mod msgpack;
+pub mod parse_error;
 pub mod target;
 
 #[cfg(test)]
 mod tests;
 
 pub use descriptor::{KERNEL_DESCRIPTOR_SIZE, KernelDescriptor};
-pub use error::{CodeObjectError, ElfPart, ElfProblem, KernelName, MetadataError, MetadataProblem};
 pub use metadata::{KernelArg, KernelMetadata, Metadata, ValueKind};
+pub use parse_error::{
+    CodeObjectError, ElfPart, ElfProblem, KernelName, MetadataError, MetadataProblem,
+};
 pub use target::{AgentFeature, AgentTarget, FeatureMode, IsaFamily, Processor, Target};
 
 use elf::{Ehdr, Notes, Phdr, Rela, Shdr, Sym, malformed};
 
-/// The most `PT_LOAD` segments a code object may have (clang/lld produce 3–4).
-pub const MAX_LOAD_SEGMENTS: usize = 16;
-/// The deepest nesting of the MessagePack metadata accepted.
-pub const MAX_METADATA_DEPTH: usize = msgpack::MAX_DEPTH;
-/// The most arguments (hidden ones included) a kernel may have for the kernarg builder.
-pub const MAX_KERNEL_ARGS: usize = 256;
-/// The bytes of a kernel name kept in a [`CodeObjectError::MissingKernel`].
-pub const KERNEL_NAME_CAPACITY: usize = 48;
+pub use crate::config::{
+    KERNEL_NAME_CAPACITY, MAX_KERNEL_ARGS, MAX_LOAD_SEGMENTS, MAX_METADATA_DEPTH,
+};
 
 /// `R_AMDGPU_NONE`.
 const R_AMDGPU_NONE: u32 = 0;

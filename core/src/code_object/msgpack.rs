@@ -1,10 +1,10 @@
 //! A bounded, allocation-free MessagePack reader over a borrowed byte slice.
 //!
-//! Values borrow from the input: strings and binaries are sub-slices, arrays and maps are
-//! cursors that decode their elements on demand. Every read is bounds-checked and every loop
-//! consumes at least one input byte per step, so the work is bounded by the input length;
-//! nesting deeper than [`MAX_DEPTH`] is an error, so skipping a value needs no recursion and
-//! a fixed, small stack.
+//! Values borrow from the input: strings and binaries are sub-slices, arrays and maps are cursors
+//! that decode their elements on demand. Every read is bounds-checked and every loop consumes at
+//! least one input byte per step, so the work is bounded by the input length; nesting deeper than
+//! [`MAX_METADATA_DEPTH`] is an error, so skipping a value needs no recursion and a fixed, small
+//! stack.
 //!
 //! The format is the MessagePack specification's (<https://msgpack.org>): nil, booleans,
 //! integers (fixint, `uint 8..64`, `int 8..64`), floats (32, 64), strings (`fixstr`,
@@ -13,9 +13,7 @@
 
 use core::fmt;
 
-/// The deepest nesting of arrays and maps the reader accepts (the top-level value is depth 1).
-/// AMDGPU metadata nests 4 deep (`amdhsa.kernels` → kernel map → `.args` → argument map).
-pub const MAX_DEPTH: usize = 16;
+use crate::config::MAX_METADATA_DEPTH;
 
 /// What is wrong with MessagePack input, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +33,7 @@ pub enum MsgPackProblem {
     Truncated,
     /// The never-used type byte `0xc1`.
     ReservedType,
-    /// Arrays and maps nest deeper than [`MAX_DEPTH`].
+    /// Arrays and maps nest deeper than [`MAX_METADATA_DEPTH`].
     TooDeep,
     /// A string is not UTF-8.
     InvalidUtf8,
@@ -298,7 +296,7 @@ impl<'a> Iterator for MapIter<'a> {
 
 /// Reads the value that starts at byte 0 of `data` (the top level), and checks that the
 /// whole value is well-formed: every nested element lies inside `data`, no reserved type
-/// byte, nesting within [`MAX_DEPTH`]. (A nested string that is not UTF-8 is reported when
+/// byte, nesting within [`MAX_METADATA_DEPTH`]. (A nested string that is not UTF-8 is reported when
 /// that element is read.) Bytes after the value are ignored.
 ///
 /// # Errors
@@ -381,7 +379,7 @@ fn read_at(data: &[u8], pos: usize, depth: usize) -> Result<(Value<'_>, usize), 
 fn nested(depth: usize, pos: usize) -> Result<usize, MsgPackError> {
     depth
         .checked_add(1)
-        .filter(|d| *d <= MAX_DEPTH)
+        .filter(|d| *d <= MAX_METADATA_DEPTH)
         .ok_or(MsgPackError { offset: pos, problem: MsgPackProblem::TooDeep })
 }
 
@@ -389,7 +387,7 @@ fn nested(depth: usize, pos: usize) -> Result<usize, MsgPackError> {
 /// recursion: a stack of the element counts still to skip, one per open container. Leaves
 /// are only measured ([`shape`]), not decoded: strings are checked for UTF-8 when read.
 fn skip(data: &[u8], pos: usize, depth: usize) -> Result<usize, MsgPackError> {
-    let mut open = [0u64; MAX_DEPTH];
+    let mut open = [0u64; MAX_METADATA_DEPTH];
     let mut top = 0usize; // open containers
     let mut at = pos;
     loop {
@@ -624,13 +622,13 @@ mod tests {
         // A 2^32-1 element array in 5 bytes ends at the first missing element.
         assert_eq!(read(&[0xdd, 0xff, 0xff, 0xff, 0xff]), e(5, MsgPackProblem::Truncated));
         assert_eq!(read(&[0xdb, 0xff, 0xff, 0xff, 0xff]), e(0, MsgPackProblem::Truncated));
-        // Nesting: MAX_DEPTH arrays are fine, one more is not.
-        let mut deep = [0x91u8; MAX_DEPTH + 1];
-        deep[MAX_DEPTH] = 0x01;
+        // Nesting: MAX_METADATA_DEPTH arrays are fine, one more is not.
+        let mut deep = [0x91u8; MAX_METADATA_DEPTH + 1];
+        deep[MAX_METADATA_DEPTH] = 0x01;
         assert!(read(&deep).is_ok());
-        let mut deeper = [0x91u8; MAX_DEPTH + 2];
-        deeper[MAX_DEPTH + 1] = 0x01;
-        assert_eq!(read(&deeper), e(MAX_DEPTH, MsgPackProblem::TooDeep));
+        let mut deeper = [0x91u8; MAX_METADATA_DEPTH + 2];
+        deeper[MAX_METADATA_DEPTH + 1] = 0x01;
+        assert_eq!(read(&deeper), e(MAX_METADATA_DEPTH, MsgPackProblem::TooDeep));
         // An error inside a nested element surfaces from the top-level read.
         assert_eq!(read(&[0x81, 0xa1, b'k', 0xc1]), e(3, MsgPackProblem::ReservedType));
     }

@@ -1,21 +1,30 @@
 //! [`Kfd`]: the hsaKmt-style facade over one [`Platform`] — open/close and version, the
-//! topology, memory ([`memory`]: allocation, mapping, registration, dma-buf, SVM), queues
-//! ([`queue`]: creation, update, producers, SDMA copies), and (in a later module) events.
+//! topology, memory ([`memory_manager`]: allocation, mapping, registration, dma-buf, SVM),
+//! queues ([`queue_manager`]: creation, update, producers, SDMA copies) and events (the event
+//! manager: create, wait, set, callbacks).
 //!
 //! `Kfd` is `Send + Sync`: its bookkeeping tables each sit behind their own `spin` lock, held
 //! only for bookkeeping — never across an ioctl or a wait — and queue submission takes no lock.
 //!
-//! `Kfd` is large (the topology snapshot alone is a few hundred KiB; tables grow with their
-//! capacities): keep it in a `static`, a `Box`, or a thread with a large stack. Its memory
-//! capacity is a type parameter: [`Kfd::new`] stores [`DEFAULT_MEMORY_OBJECTS`] objects inline;
-//! [`Kfd::with_memory`] takes any [`MemoryTables`] (boxed slices for hundreds of thousands).
+//! # Storage
+//! The facade's large tables — the memory manager's arrays, the topology snapshot (about
+//! 450 KB), the queue and event tables ([`HandleTables`], about 380 KB) — live where its
+//! storage type parameter ([`MemoryStorage`]) says:
+//! - [`Kfd::new`] keeps them all inline ([`Inline`], [`DEFAULT_MEMORY_OBJECTS`] memory
+//!   objects): a `const fn`, for a facade in a `static`, which costs no stack at all;
+//! - [`Kfd::with_memory`] takes them from [`MemoryTables`]: on `std`, boxes built on the heap
+//!   (`hsakmt_linux::boxed_kfd`, `boxed_tables`), which leave the facade about 40 KB, fine on
+//!   any thread's stack; or a snapshot in a static
+//!   [`TopologyCell`](crate::topology::TopologyCell) (`&'static mut Topology`).
 
 mod clock;
-mod event;
-pub mod memory;
-pub mod queue;
+mod event_manager;
+mod handle_tables;
+pub mod memory_manager;
+pub mod queue_manager;
 mod session;
 
+use core::borrow::{Borrow, BorrowMut};
 use core::fmt;
 
 use crate::error::{Errno, ErrorKind};
@@ -24,24 +33,24 @@ use crate::platform::{Ioctl, OpenError, Platform};
 use crate::topology::{self, READ_BUFFER, Topology};
 use crate::uapi::{KFD_IOCTL_MAJOR_VERSION, KfdVersion, kfd_ioctl_get_version_args};
 
-use memory::pending::MemoryLock;
-use memory::state::MemoryState;
-pub use memory::{
+use memory_manager::pending::MemoryLock;
+use memory_manager::state::MemoryState;
+use session::{Session, Usability};
+
+pub use memory_manager::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
     NodeApertures, PointerInfo, PointerKind,
 };
-use session::{Session, Usability};
 
 pub use clock::ClockSample;
+pub use handle_tables::HandleTables;
 
-pub use event::{
-    CALLBACK_CAPACITY, DEFAULT_SPIN_NS, Dispatched, EVENT_CAPACITY, EventDescriptor, EventInfo,
-    EventState, Mailbox, NO_AGE_SLICE_MS, SignalCondition, SignalValue, SignalWaited,
+pub use event_manager::{
+    DEFAULT_SPIN_NS, Dispatched, EventDescriptor, EventInfo, EventState, Mailbox, NO_AGE_SLICE_MS,
+    SignalCondition, SignalValue, SignalWaited,
 };
 
-/// How many times an ioctl interrupted by a signal (`EINTR`, `EAGAIN`) is issued again before
-/// the error is returned.
-pub const IOCTL_RETRIES: u32 = 64;
+pub use crate::config::IOCTL_RETRIES;
 
 /// What [`Kfd::open`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,10 +192,10 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     session: Session,
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
-    topology: spin::RwLock<Topology>,
+    topology: spin::RwLock<S::Topology>,
     memory: MemoryLock<P::Mapping, S>,
-    queues: spin::Mutex<queue::QueueState<P::Mapping>>,
-    events: event::Events<P::Mapping>,
+    /// The queue and event tables (see [`Kfd::queues`] and [`Kfd::events`]).
+    tables: S::HandleTables,
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
@@ -245,30 +254,54 @@ impl<P: Platform> Kfd<P> {
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
             memory: MemoryLock::new(MemoryState::inline()),
-            queues: spin::Mutex::new(queue::QueueState::new()),
-            events: event::Events::new(),
+            tables: HandleTables::new(),
         }
     }
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
-    /// A closed device over `platform` whose memory manager uses `tables` (their length fixes
-    /// the capacity; boxed slices let it reach hundreds of thousands of objects).
+    /// A closed device over `platform` whose large tables come from `tables`: the memory
+    /// manager's arrays (their length fixes the capacity; boxed slices let it reach hundreds of
+    /// thousands of objects), the topology snapshot's storage and the queue and event tables.
     pub fn with_memory(platform: P, tables: MemoryTables<P::Mapping, S>) -> Self {
+        let MemoryTables {
+            index,
+            slots,
+            default_va,
+            coherent_va,
+            handle_va,
+            topology,
+            handle_tables,
+        } = tables;
+        let memory = MemoryState::from_parts(index, slots, default_va, coherent_va, handle_va);
         Self {
             platform,
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
-            topology: spin::RwLock::new(Topology::new()),
-            memory: MemoryLock::new(MemoryState::with_tables(tables)),
-            queues: spin::Mutex::new(queue::QueueState::new()),
-            events: event::Events::new(),
+            topology: spin::RwLock::new(topology),
+            memory: MemoryLock::new(memory),
+            tables: handle_tables,
         }
     }
 
     /// The platform.
     pub const fn platform(&self) -> &P {
         &self.platform
+    }
+
+    /// Runs `f` over the topology snapshot (read-locked), whether the device is open or not.
+    fn read_topology<R>(&self, f: impl FnOnce(&Topology) -> R) -> R {
+        f((*self.topology.read()).borrow())
+    }
+
+    /// The queue table, its doorbell pages and the buffers of destroyed queues.
+    fn queues(&self) -> &spin::Mutex<queue_manager::QueueState<P::Mapping>> {
+        &self.tables.borrow().queues
+    }
+
+    /// The event table, the event page and the callbacks.
+    fn events(&self) -> &event_manager::Events<P::Mapping> {
+        &self.tables.borrow().events
     }
 
     /// Opens the device (`hsaKmtOpenKFD` + `hsaKmtAcquireSystemProperties`): opens `/dev/kfd`,
@@ -308,7 +341,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     fn forget_parent_state(&self) {
         self.forget_queues();
         self.forget_parent_memory();
-        self.events.forget();
+        self.events().forget();
     }
 
     fn start(&self, pid: u32) -> Result<(), Error> {
@@ -324,7 +357,9 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             return Err(Error::VersionMismatch { kernel: version });
         }
         let mut buf = [0u8; READ_BUFFER];
-        self.topology.write().refresh(&self.platform, &self.platform, &mut buf)?;
+        let mut topology = self.topology.write();
+        (*topology).borrow_mut().refresh(&self.platform, &self.platform, &mut buf)?;
+        drop(topology);
         // The memory manager's ioctls are issued before the session counts as open, so no
         // other call can see a half-initialised memory state.
         self.session.set_version(version);
@@ -382,7 +417,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// [`Error::NotOpened`] / [`Error::ForkedChild`].
     pub fn with_topology<R>(&self, f: impl FnOnce(&Topology) -> R) -> Result<R, Error> {
         self.check_open()?;
-        Ok(f(&self.topology.read()))
+        Ok(self.read_topology(f))
     }
 
     /// Fails unless the device is open in this process.

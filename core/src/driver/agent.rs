@@ -67,8 +67,7 @@ pub const MIN_QUEUE_PACKETS: u32 = 64;
 /// Largest AQL queue, in packets (ROCr's limit for 64-byte packets in a 32-bit byte size).
 pub const MAX_QUEUE_PACKETS: u32 = 1 << 17;
 
-/// Longest agent name stored.
-pub const AGENT_NAME_CAPACITY: usize = 32;
+pub use crate::config::{AGENT_NAME_CAPACITY, MAX_REGIONS};
 
 /// Everything a runtime asks about an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,9 +241,6 @@ pub struct RegionInfo {
     /// Whether memory can be allocated from it (group and private segments cannot).
     pub allocatable: bool,
 }
-
-/// At most this many regions per agent.
-pub const MAX_REGIONS: usize = 5;
 
 /// The regions of an agent, in ROCr's order: for a CPU, fine-grained system memory and the
 /// kernarg region; for a GPU, coarse-grained VRAM, fine-grained VRAM (host-visible frame

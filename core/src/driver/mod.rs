@@ -12,7 +12,7 @@
 
 pub mod agent;
 pub mod api;
-pub mod kfd;
+pub mod kfd_driver;
 pub mod policy;
 pub mod pool;
 pub mod registry;
@@ -26,7 +26,7 @@ pub use api::{
     QueueErrorCallback, QueueId, QueueParams, Regions, SignalId, SystemInfo, Waited, agents,
     for_each_agent,
 };
-pub use kfd::KfdDriver;
+pub use kfd_driver::KfdDriver;
 pub use policy::{Choice, DriverKind, DriverSummary, Policy, PolicyError, Reason, choose};
 pub use pool::{InlineSubAllocator, SubAllocator};
 pub use registry::{Detection, Registry};

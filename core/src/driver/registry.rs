@@ -5,8 +5,7 @@ use super::agent::{AgentId, AgentInfo, DriverId};
 use super::api::{Driver, DriverError};
 use super::policy::{self, Choice, DriverKind, DriverSummary, Policy, PolicyError};
 
-/// How many drivers a registry holds by default (one per [`DriverKind`], and room to spare).
-pub const DEFAULT_DRIVERS: usize = 4;
+pub use crate::config::DEFAULT_DRIVERS;
 
 /// What detection found for one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,8 +16,7 @@
 
 use crate::event::{Error, EventData, EventHandle, EventType};
 
-/// Callbacks a registry holds unless told otherwise.
-pub const DEFAULT_CALLBACK_CAPACITY: usize = 32;
+pub use crate::config::DEFAULT_CALLBACK_CAPACITY;
 
 /// A callback: any `'static` function or closure (a leaked box, a `static`, a function item).
 pub type Callback = &'static (dyn Fn(&Notification) + Send + Sync);

@@ -4,9 +4,7 @@
 use crate::event::{Error, EventData, EventHandle, EventType, WaitMode, WaitResult, decode};
 use crate::uapi::{kfd_event_data, kfd_hsa_signal_event_data};
 
-/// Events one wait holds unless told otherwise: 64, the maximum libhsakmt documents for
-/// `hsaKmtWaitOnMultipleEvents` (the kernel itself has no limit beyond its allocation).
-pub const MAX_WAIT_EVENTS: usize = 64;
+pub use crate::config::MAX_WAIT_EVENTS;
 
 /// Whether one event of a finished wait fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -21,8 +21,8 @@
 //! - [`MemFlags`] (libhsakmt's `HsaMemFlags`, bit for bit) and [`NodeSet`] (a fixed set of node
 //!   ids).
 //! - [`kfd_flags`]: libhsakmt's translation of `HsaMemFlags` into `KFD_IOC_ALLOC_MEM_FLAGS_*`.
-//! - [`svm`]: typed shared-virtual-memory attributes.
-//! - [`dmabuf`]: the kernel's description of a dma-buf to import, decoded.
+//! - [`svm_attributes`]: typed shared-virtual-memory attributes.
+//! - [`dmabuf_info`]: the kernel's description of a dma-buf to import, decoded.
 //!
 //! The operations that combine these with ioctls — allocate, free, map, register, export,
 //! query — are methods of [`Kfd`](crate::device::Kfd) (see [`crate::device`]).
@@ -65,7 +65,7 @@
 //!   plus settling the frees published since the last lock (at most 16 pending ones, each
 //!   `O(1)` into the cache, or one removal when the cache cannot take it); a miss is bounded by the TLSF and AVL bounds of [`va`] and
 //!   [`objects`] (`O(H)`, `H` ≤ 26 levels); a flush releases at most
-//!   [`RECYCLE_CAPACITY`](crate::device::memory::RECYCLE_CAPACITY) (64) allocations, `O(H)`
+//!   [`RECYCLE_CAPACITY`](crate::device::memory_manager::RECYCLE_CAPACITY) (64) allocations, `O(H)`
 //!   each — only when an aperture, its descriptors or the object slots run out, on
 //!   `trim_memory` and on close (a new shape evicts one cached allocation at most).
 //!
@@ -79,13 +79,13 @@ use crate::error::{self, ErrorKind};
 pub(crate) mod avl;
 
 pub mod aperture;
-pub mod dmabuf;
+pub mod dmabuf_info;
 mod flags;
 pub mod kfd_flags;
 mod nodeset;
 pub mod objects;
 pub mod recycle;
-pub mod svm;
+pub mod svm_attributes;
 pub mod va;
 
 pub use flags::{CachePolicy, MemFlags, PageSize};
@@ -133,7 +133,7 @@ pub enum Error {
     },
     /// The allocator already manages its maximum number of disjoint ranges.
     TooManyRanges {
-        /// The maximum ([`va::MAX_RANGES`]).
+        /// The maximum ([`va::MAX_VA_RANGES`]).
         max: u32,
     },
     /// A range to add overlaps one the allocator already manages.

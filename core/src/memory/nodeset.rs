@@ -1,8 +1,10 @@
 //! [`NodeSet`]: a fixed-size set of topology node ids.
 
+use crate::config::NODE_SET_CAPACITY;
+
 use super::Error;
 
-const WORDS: usize = 2;
+const WORDS: usize = NODE_SET_CAPACITY / 64;
 
 /// A set of topology node ids `0..NodeSet::CAPACITY` (128), stored as a bitmap.
 ///
@@ -16,7 +18,7 @@ pub struct NodeSet {
 
 impl NodeSet {
     /// The number of node ids a set can hold (ids `0..CAPACITY`).
-    pub const CAPACITY: u32 = 64 * WORDS as u32;
+    pub const CAPACITY: u32 = NODE_SET_CAPACITY as u32;
 
     /// The empty set.
     pub const EMPTY: Self = Self { words: [0; WORDS] };

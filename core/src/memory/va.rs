@@ -43,7 +43,7 @@
 //! - [`alloc`](VaAllocator::alloc) / [`alloc_with_phase`](VaAllocator::alloc_with_phase): two
 //!   bitmap searches, at most 16 blocks (and as many bitmap searches) in the fallback scan, `O(1)` splitting, one index
 //!   insertion (≤ `H` steps down, ≤ `H` up, at most 2 rotations).
-//! - [`alloc_at`](VaAllocator::alloc_at): a scan of at most [`MAX_RANGES`] range records, one
+//! - [`alloc_at`](VaAllocator::alloc_at): a scan of at most [`MAX_VA_RANGES`] range records, one
 //!   predecessor query (≤ `H`), `O(1)` splitting, one index insertion.
 //! - [`free`](VaAllocator::free): one index lookup (≤ `H`) and removal (≤ `H` to the successor,
 //!   ≤ `H` retracing with rotations), `O(1)` coalescing and list insertion.
@@ -52,7 +52,7 @@
 //! Typical costs are far below these bounds: the index insertion of an allocation is attached
 //! next to its physical neighbour in `O(1)` (the neighbouring used blocks are its in-order
 //! neighbours) and retracing stops at the first unchanged node (amortised `O(1)`).
-//! - [`add_range`](VaAllocator::add_range): a scan of at most [`MAX_RANGES`] records.
+//! - [`add_range`](VaAllocator::add_range): a scan of at most [`MAX_VA_RANGES`] records.
 //! - [`largest_free_block`](VaAllocator::largest_free_block): `O(k)` for the `k` free blocks of
 //!   the highest non-empty class (a query, not used by the operations above).
 //! - [`check_invariants`](VaAllocator::check_invariants): `O(capacity)`.
@@ -86,12 +86,7 @@ const SL_COUNT: usize = 1 << SL_LOG2;
 const FL_COUNT: usize = 48;
 const SCAN_LIMIT: usize = 16;
 
-/// The maximum number of disjoint ranges one allocator manages.
-pub const MAX_RANGES: usize = 64;
-
-/// A descriptor capacity that comfortably serves 100,000 live allocations (each allocation can
-/// leave one free fragment beside it).
-pub const DEFAULT_CAPACITY: usize = 1 << 18;
+pub use crate::config::{MAX_VA_RANGES, VA_ALLOCATOR_CAPACITY};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -187,7 +182,7 @@ pub struct VaAllocator<S> {
     fl_bitmap: u64,
     sl_bitmap: [u32; FL_COUNT],
     heads: [[u32; SL_COUNT]; FL_COUNT],
-    ranges: [Range; MAX_RANGES],
+    ranges: [Range; MAX_VA_RANGES],
     range_count: u32,
     /// Slots at and above this index were never used.
     hwm: u32,
@@ -227,7 +222,7 @@ impl<S> VaAllocator<S> {
             fl_bitmap: 0,
             sl_bitmap: [0; FL_COUNT],
             heads: [[NIL; SL_COUNT]; FL_COUNT],
-            ranges: [Range::EMPTY; MAX_RANGES],
+            ranges: [Range::EMPTY; MAX_VA_RANGES],
             range_count: 0,
             hwm: 0,
             recycled: NIL,
@@ -333,7 +328,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         self.fl_bitmap = 0;
         self.sl_bitmap = [0; FL_COUNT];
         self.heads = [[NIL; SL_COUNT]; FL_COUNT];
-        self.ranges = [Range::EMPTY; MAX_RANGES];
+        self.ranges = [Range::EMPTY; MAX_VA_RANGES];
         self.range_count = 0;
         self.hwm = 0;
         self.recycled = NIL;
@@ -622,8 +617,8 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         }
         let end = base.checked_add(size).ok_or(Error::SizeOverflow)?;
         let n = self.range_count as usize;
-        if n >= MAX_RANGES {
-            return Err(Error::TooManyRanges { max: MAX_RANGES as u32 });
+        if n >= MAX_VA_RANGES {
+            return Err(Error::TooManyRanges { max: MAX_VA_RANGES as u32 });
         }
         if self.ranges.iter().take(n).any(|r| base < r.end && r.base < end) {
             return Err(Error::RangeOverlap { base });

@@ -19,10 +19,10 @@
 use core::fmt;
 
 mod kfd;
-mod memory;
+mod shared_memory;
 
 pub use kfd::{Ioctl, KfdDevice};
-pub use memory::{Access, SharedMemory};
+pub use shared_memory::{Access, SharedMemory};
 
 use crate::error::{Errno, Error, ErrorKind};
 

@@ -217,8 +217,7 @@ impl fmt::Display for OverrideError {
     }
 }
 
-/// The longest override value accepted.
-pub const OVERRIDE_MAX_LEN: usize = 32;
+pub use crate::config::OVERRIDE_MAX_LEN;
 
 /// Parses an `HSA_OVERRIDE_GFX_VERSION` value, `"major.minor.stepping"` with decimal parts
 /// (libhsakmt's `sscanf("%u.%u.%u%c") == 3`: nothing may follow the stepping), major ≤ 63,

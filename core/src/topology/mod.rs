@@ -89,7 +89,9 @@ mod gfx;
 mod keys;
 mod node;
 mod parse;
+mod refresh;
 mod snapshot;
+mod storage;
 
 #[cfg(test)]
 mod testing;
@@ -114,11 +116,12 @@ pub use node::{
     UnknownKey,
 };
 pub use parse::SIBLING_MAP_CAPACITY;
+pub use refresh::{EntryEnumeration, GENERATION_RETRIES, MIN_READ_BUFFER, Options, READ_BUFFER};
 pub use snapshot::{
     DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
-    DEFAULT_WARNINGS, EntryEnumeration, GENERATION_RETRIES, LISTING_CAPACITY, MIN_READ_BUFFER,
-    NodeView, Options, READ_BUFFER, Topology,
+    DEFAULT_WARNINGS, LISTING_CAPACITY, NodeView, Topology,
 };
+pub use storage::{TopologyCell, TopologyStorage};
 
 use crate::error::{Errno, ErrorKind};
 use crate::platform::SysfsDir;

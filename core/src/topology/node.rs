@@ -1,10 +1,11 @@
 //! Per-node and per-entry records of the snapshot, and the typed views of their raw values
 //! (capability bits, heap, cache and link types).
 
+use crate::platform::EntryKind;
+
 use super::gfx::{GfxSource, GfxVersion};
 use super::keys::{CacheProperties, LinkProperties, MemBankProperties, NodeProperties};
 use super::parse::SIBLING_MAP_CAPACITY;
-use crate::platform::EntryKind;
 
 /// CPU, GPU, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,8 +37,7 @@ impl NodeKind {
     }
 }
 
-/// Longest node name stored, in bytes (the kernel's limit is 31).
-pub const NAME_CAPACITY: usize = 32;
+pub use crate::config::{NAME_CAPACITY, UNKNOWN_KEY_NAME_CAPACITY};
 
 /// A node of the topology: its sysfs files `gpu_id`, `name`, `properties`, plus what the
 /// snapshot derived for it. Entry tables (banks, caches, links) are reached through
@@ -806,9 +806,6 @@ pub enum Owner {
         index: u32,
     },
 }
-
-/// Longest unknown key name stored, in bytes.
-pub const UNKNOWN_KEY_NAME_CAPACITY: usize = 32;
 
 /// A `key value` line whose key the kernel contract does not list (e.g. a DKMS or future
 /// kernel's addition), kept with its decimal value.

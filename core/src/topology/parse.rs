@@ -310,8 +310,7 @@ pub(crate) fn name_of(bytes: &[u8]) -> &[u8] {
     }
 }
 
-/// Capacity of a [`SiblingMap`](super::SiblingMap) in entries (libhsakmt's `HSA_CPU_SIBLINGS`).
-pub const SIBLING_MAP_CAPACITY: usize = 256;
+pub use crate::config::SIBLING_MAP_CAPACITY;
 
 /// Result of parsing a `sibling_map` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

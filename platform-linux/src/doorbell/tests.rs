@@ -141,11 +141,11 @@ fn doorbell_stores_compile_to_sfence_and_one_plain_mov() {
     std::hint::black_box(ring64)(&m, 0, 1);
     std::hint::black_box(ring32)(&m, 8, 2);
     check_store(
-        "<hsakmt_linux::mapping::LinuxMapping as hsakmt_core::platform::memory::SharedMemory>::ring_doorbell64",
+        "<hsakmt_linux::mapping::LinuxMapping as hsakmt_core::platform::shared_memory::SharedMemory>::ring_doorbell64",
         "QWORD",
     );
     check_store(
-        "<hsakmt_linux::mapping::LinuxMapping as hsakmt_core::platform::memory::SharedMemory>::ring_doorbell32",
+        "<hsakmt_linux::mapping::LinuxMapping as hsakmt_core::platform::shared_memory::SharedMemory>::ring_doorbell32",
         "DWORD",
     );
 }

@@ -1,8 +1,13 @@
-use super::*;
-use crate::memory::va::GRANULE;
-use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use crate::memory::MemFlags;
+use crate::memory::objects::MemoryKind;
+use crate::memory::va::GRANULE;
+
+use super::*;
 
 const P: u64 = PAGE_SIZE;
 const M: u64 = 1 << 20;

@@ -1,8 +1,12 @@
-use super::*;
-use proptest::prelude::*;
 use std::boxed::Box;
 use std::collections::BTreeMap;
 use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use crate::memory::{MemFlags, NodeSet};
+
+use super::*;
 
 const P: u64 = 4096;
 const BASE: u64 = 0x7f00_0000_0000;
@@ -250,8 +254,8 @@ fn refcounts_and_node_sets() {
 
 #[test]
 fn large_boxed_table_100k() {
-    let mut t = boxed::<u64>(DEFAULT_CAPACITY);
-    assert_eq!(t.capacity(), DEFAULT_CAPACITY as u32);
+    let mut t = boxed::<u64>(OBJECT_TABLE_CAPACITY);
+    assert_eq!(t.capacity(), OBJECT_TABLE_CAPACITY as u32);
     let hs: Vec<_> =
         (0..100_000u64).map(|i| t.insert(obj(BASE + i * 3 * P, 2 * P)).unwrap()).collect();
     t.check_invariants().unwrap();
@@ -275,7 +279,7 @@ fn large_boxed_table_100k() {
 #[ignore = "timing measurement, run manually in release mode"]
 fn objects_cost() {
     use std::time::Instant;
-    let mut t = boxed::<u64>(DEFAULT_CAPACITY);
+    let mut t = boxed::<u64>(OBJECT_TABLE_CAPACITY);
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut rnd = move || {
         x ^= x << 13;
@@ -529,10 +533,10 @@ fn bookkeeping_cost() {
     use std::time::Instant;
     let cfg = ApertureConfig::slabs(ApertureKind::SvmDefault, 0x20_0000, (1 << 47) - 1);
     let mut ap =
-        Aperture::new(cfg, std::vec![VaSlot::EMPTY; va::DEFAULT_CAPACITY].into_boxed_slice())
+        Aperture::new(cfg, std::vec![VaSlot::EMPTY; va::VA_ALLOCATOR_CAPACITY].into_boxed_slice())
             .unwrap();
     ap.add_slab(1 << 44, 1 << 44).unwrap();
-    let mut t = boxed::<ApertureAllocation>(DEFAULT_CAPACITY);
+    let mut t = boxed::<ApertureAllocation>(OBJECT_TABLE_CAPACITY);
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut rnd = move || {
         x ^= x << 13;

@@ -1,8 +1,10 @@
-use super::*;
-use proptest::prelude::*;
 use std::boxed::Box;
 use std::collections::BTreeMap;
 use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use super::*;
 
 const G: u64 = GRANULE;
 const BASE: u64 = 0x7f00_0000_0000;
@@ -117,16 +119,16 @@ fn ranges_are_validated() {
     );
     assert_eq!(va.add_range(BASE - G, 2 * G), Err(Error::RangeOverlap { base: BASE - G }));
     va.add_range(BASE + 16 * G, 16 * G).unwrap(); // adjacent: a separate range
-    for i in 2..MAX_RANGES as u64 {
+    for i in 2..MAX_VA_RANGES as u64 {
         va.add_range(BASE + i * 16 * G, 16 * G).unwrap();
     }
     assert_eq!(
         va.add_range(BASE + 1000 * 16 * G, G),
-        Err(Error::TooManyRanges { max: MAX_RANGES as u32 })
+        Err(Error::TooManyRanges { max: MAX_VA_RANGES as u32 })
     );
     // An allocation never spans two adjacent ranges.
     assert!(matches!(va.alloc(17 * G, 0), Err(Error::OutOfSpace { .. })));
-    assert_eq!(va.ranges().count(), MAX_RANGES);
+    assert_eq!(va.ranges().count(), MAX_VA_RANGES);
     assert_eq!(va.ranges().next(), Some((BASE, 16 * G)));
     va.check_invariants().unwrap();
     va.reset();
@@ -179,8 +181,8 @@ fn good_fit_guarantee() {
 
 #[test]
 fn large_boxed_allocator_100k_live() {
-    let mut va = boxed(DEFAULT_CAPACITY);
-    assert_eq!(va.capacity(), DEFAULT_CAPACITY as u32);
+    let mut va = boxed(VA_ALLOCATOR_CAPACITY);
+    assert_eq!(va.capacity(), VA_ALLOCATOR_CAPACITY as u32);
     va.add_range(BASE, 1 << 40).unwrap();
     let mut live = Vec::new();
     for i in 0..100_000u64 {
@@ -227,7 +229,7 @@ fn report(what: &str, samples: &mut [u64]) {
 #[ignore = "timing measurement, run manually in release mode"]
 fn va_alloc_free_cost() {
     use std::time::Instant;
-    let mut va = boxed(DEFAULT_CAPACITY);
+    let mut va = boxed(VA_ALLOCATOR_CAPACITY);
     va.add_range(BASE, 1 << 44).unwrap();
     let mut live = Vec::new();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;

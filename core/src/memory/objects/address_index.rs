@@ -1,0 +1,315 @@
+//! The address indexes of the [`ObjectTable`] (see "Indexes and worst cases" in the
+//! [module docs](super)): the start index (an AVL tree in the compact [`IndexNode`] array), the
+//! address cache embedded in those nodes, and the user-pointer interval tree in the slots —
+//! and the lookups through them.
+
+use crate::memory::avl::{self, Links, NIL, Tree, TreeMut};
+
+use super::memory_object::MemoryObject;
+use super::{MemoryHandle, ObjectSlot, ObjectStorage, ObjectTable};
+
+/// A node of an [`ObjectTable`]'s start index (and two entries of its address cache): storage
+/// unit, contents private.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexNode {
+    pub(super) links: Links,
+    pub(super) cache: [u32; 2],
+}
+
+impl IndexNode {
+    /// An unused node.
+    pub const EMPTY: Self = Self { links: Links::EMPTY, cache: [NIL; 2] };
+}
+
+impl Default for IndexNode {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+/// The start index, viewed over the node array (keys, links) and the slots (range ends).
+pub(super) struct StartView<'a, T> {
+    nodes: &'a [IndexNode],
+    slots: &'a [ObjectSlot<T>],
+    root: u32,
+}
+
+pub(super) struct StartViewMut<'a, T> {
+    nodes: &'a mut [IndexNode],
+    slots: &'a [ObjectSlot<T>],
+    root: &'a mut u32,
+}
+
+/// The user-pointer index, viewed over the slots.
+pub(super) struct UserView<'a, T> {
+    slots: &'a [ObjectSlot<T>],
+    root: u32,
+}
+
+pub(super) struct UserViewMut<'a, T> {
+    slots: &'a mut [ObjectSlot<T>],
+    root: &'a mut u32,
+}
+
+#[inline]
+fn object<T>(slots: &[ObjectSlot<T>], i: u32) -> Option<&MemoryObject<T>> {
+    slots.get(i as usize).and_then(|s| s.object.as_ref())
+}
+
+#[inline]
+fn start_links(nodes: &[IndexNode], i: u32) -> Links {
+    nodes.get(i as usize).map_or(Links::EMPTY, |n| n.links)
+}
+
+#[inline]
+fn start_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
+    object(slots, i).map_or(0, MemoryObject::end)
+}
+
+#[inline]
+fn user_links<T>(slots: &[ObjectSlot<T>], i: u32) -> Links {
+    slots.get(i as usize).map_or(Links::EMPTY, |s| s.by_user)
+}
+
+#[inline]
+fn user_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
+    object(slots, i).and_then(|o| o.userptr).map_or(0, |u| u.end())
+}
+
+#[inline]
+fn user_max_end<T>(slots: &[ObjectSlot<T>], i: u32) -> u64 {
+    slots.get(i as usize).map_or(0, |s| s.user_max_end)
+}
+
+impl<T> Tree for StartView<'_, T> {
+    const INTERVAL: bool = false;
+    #[inline]
+    fn links(&self, i: u32) -> Links {
+        start_links(self.nodes, i)
+    }
+    #[inline]
+    fn end(&self, i: u32) -> u64 {
+        start_end(self.slots, i)
+    }
+    #[inline]
+    fn max_end(&self, _i: u32) -> u64 {
+        0
+    }
+    #[inline]
+    fn root(&self) -> u32 {
+        self.root
+    }
+}
+
+impl<T> Tree for StartViewMut<'_, T> {
+    const INTERVAL: bool = false;
+    #[inline]
+    fn links(&self, i: u32) -> Links {
+        start_links(self.nodes, i)
+    }
+    #[inline]
+    fn end(&self, i: u32) -> u64 {
+        start_end(self.slots, i)
+    }
+    #[inline]
+    fn max_end(&self, _i: u32) -> u64 {
+        0
+    }
+    #[inline]
+    fn root(&self) -> u32 {
+        *self.root
+    }
+}
+
+impl<T> TreeMut for StartViewMut<'_, T> {
+    #[inline]
+    fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
+        self.nodes.get_mut(i as usize).map(|n| &mut n.links)
+    }
+    #[inline]
+    fn set_max_end(&mut self, _i: u32, _value: u64) {}
+    #[inline]
+    fn set_root(&mut self, root: u32) {
+        *self.root = root;
+    }
+}
+
+impl<T> Tree for UserView<'_, T> {
+    const INTERVAL: bool = true;
+    #[inline]
+    fn links(&self, i: u32) -> Links {
+        user_links(self.slots, i)
+    }
+    #[inline]
+    fn end(&self, i: u32) -> u64 {
+        user_end(self.slots, i)
+    }
+    #[inline]
+    fn max_end(&self, i: u32) -> u64 {
+        user_max_end(self.slots, i)
+    }
+    #[inline]
+    fn root(&self) -> u32 {
+        self.root
+    }
+}
+
+impl<T> Tree for UserViewMut<'_, T> {
+    const INTERVAL: bool = true;
+    #[inline]
+    fn links(&self, i: u32) -> Links {
+        user_links(self.slots, i)
+    }
+    #[inline]
+    fn end(&self, i: u32) -> u64 {
+        user_end(self.slots, i)
+    }
+    #[inline]
+    fn max_end(&self, i: u32) -> u64 {
+        user_max_end(self.slots, i)
+    }
+    #[inline]
+    fn root(&self) -> u32 {
+        *self.root
+    }
+}
+
+impl<T> TreeMut for UserViewMut<'_, T> {
+    #[inline]
+    fn links_mut(&mut self, i: u32) -> Option<&mut Links> {
+        self.slots.get_mut(i as usize).map(|s| &mut s.by_user)
+    }
+    #[inline]
+    fn set_max_end(&mut self, i: u32, value: u64) {
+        if let Some(s) = self.slots.get_mut(i as usize) {
+            s.user_max_end = value;
+        }
+    }
+    #[inline]
+    fn set_root(&mut self, root: u32) {
+        *self.root = root;
+    }
+}
+
+impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
+    pub(super) fn starts(&self) -> StartView<'_, T> {
+        StartView { nodes: self.slots.nodes(), slots: self.slots.slots(), root: self.root_start }
+    }
+
+    pub(super) fn users(&self) -> UserView<'_, T> {
+        UserView { slots: self.slots.slots(), root: self.root_user }
+    }
+
+    pub(super) fn starts_mut(&mut self) -> StartViewMut<'_, T> {
+        let (nodes, slots) = self.slots.split_mut();
+        StartViewMut { nodes, slots, root: &mut self.root_start }
+    }
+
+    pub(super) fn users_mut(&mut self) -> UserViewMut<'_, T> {
+        UserViewMut { slots: self.slots.split_mut().1, root: &mut self.root_user }
+    }
+
+    // ---- address cache -------------------------------------------------------------------
+    //
+    // A 2-choice, 4-way set-associative map from start address to slot, embedded in the index
+    // nodes (bucket b = the cache entries of nodes 2b and 2b+1). An object that finds both of
+    // its buckets full is simply not cached (`uncached` counts them); lookups then fall back to
+    // the tree, so the cache never changes a result, only the cost.
+
+    pub(super) fn buckets_of(&self, addr: u64) -> [usize; 2] {
+        let n = (self.capacity() / 2) as u64;
+        let page = addr.rotate_right(12);
+        let h1 = page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let h2 = page.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32;
+        [((h1 * n) >> 32) as usize, ((h2 * n) >> 32) as usize]
+    }
+
+    pub(super) fn cache_entry(nodes: &[IndexNode], bucket: usize, k: usize) -> u32 {
+        nodes.get(bucket * 2 + k / 2).and_then(|n| n.cache.get(k % 2)).copied().unwrap_or(NIL)
+    }
+
+    pub(super) fn cache_set(&mut self, bucket: usize, k: usize, v: u32) {
+        let nodes = self.slots.split_mut().0;
+        if let Some(e) = nodes.get_mut(bucket * 2 + k / 2).and_then(|n| n.cache.get_mut(k % 2)) {
+            *e = v;
+        }
+    }
+
+    /// Where slot `i` sits in the cache (bucket, entry), if it does.
+    pub(super) fn cache_find_slot(&self, addr: u64, i: u32) -> Option<(usize, usize)> {
+        let nodes = self.slots.nodes();
+        self.buckets_of(addr)
+            .into_iter()
+            .flat_map(|b| (0..4).map(move |k| (b, k)))
+            .find(|&(b, k)| Self::cache_entry(nodes, b, k) == i)
+    }
+
+    pub(super) fn cache_insert(&mut self, addr: u64, i: u32) {
+        let nodes = self.slots.nodes();
+        let enabled = self.capacity() >= 2;
+        let free = self
+            .buckets_of(addr)
+            .into_iter()
+            .flat_map(|b| (0..4).map(move |k| (b, k)))
+            .find(|&(b, k)| enabled && Self::cache_entry(nodes, b, k) == NIL);
+        match free {
+            Some((b, k)) => self.cache_set(b, k, i),
+            None => self.uncached += 1,
+        }
+    }
+
+    pub(super) fn cache_remove(&mut self, addr: u64, i: u32) {
+        match self.cache_find_slot(addr, i) {
+            Some((b, k)) => self.cache_set(b, k, NIL),
+            None => self.uncached -= 1,
+        }
+    }
+
+    /// The slot of the object starting at `addr`: the cache, then (only if some object is
+    /// uncached) the tree.
+    pub(super) fn lookup_start(&self, addr: u64) -> Option<u32> {
+        let nodes = self.slots.nodes();
+        for b in self.buckets_of(addr) {
+            for k in 0..4 {
+                let e = Self::cache_entry(nodes, b, k);
+                if e != NIL && nodes.get(e as usize).is_some_and(|n| n.links.key == addr) {
+                    return Some(e);
+                }
+            }
+        }
+        if self.uncached == 0 {
+            return None;
+        }
+        avl::find_key(&self.starts(), addr)
+    }
+
+    /// The object starting exactly at `addr`.
+    #[must_use]
+    pub fn find_exact(&self, addr: u64) -> Option<MemoryHandle> {
+        self.lookup_start(addr).and_then(|i| self.visible(i))
+    }
+
+    /// The object whose GPU range contains `addr` (an interior pointer).
+    #[must_use]
+    pub fn find_containing(&self, addr: u64) -> Option<MemoryHandle> {
+        let t = self.starts();
+        // A retired object here means no object contains addr: any other object containing
+        // it would start before the retired one and overlap it.
+        let p = avl::predecessor(&t, addr)?;
+        if t.end(p) > addr { self.visible(p) } else { None }
+    }
+
+    /// The object registered with exactly the user range `[addr, addr + size)`.
+    #[must_use]
+    pub fn find_userptr(&self, addr: u64, size: u64) -> Option<MemoryHandle> {
+        avl::find_key_end(&self.users(), addr, addr.wrapping_add(size))
+            .and_then(|i| self.visible(i))
+    }
+
+    /// Among the objects whose user range contains `addr`, the one with the highest start
+    /// (then the longest range) — the one libhsakmt's right-to-left walk would meet first.
+    #[must_use]
+    pub fn find_userptr_containing(&self, addr: u64) -> Option<MemoryHandle> {
+        avl::stab_last(&self.users(), addr).and_then(|i| self.visible(i))
+    }
+}
