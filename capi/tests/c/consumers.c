@@ -3,7 +3,8 @@
  * doorbell page, kfdtest's one-dword NOP, RELEASE_MEM's interrupt selection and GPU clock, the CP
  * read pointer wrapping at the ring's end and passing a RELEASE_MEM before its interrupt, the
  * SDMA packets both emit (WRITE, broadcast and rectangular copies, timestamps, atomics, HDP
- * flush, GCR, trap), registered memory's GPU address, and threads mapping the same memory.
+ * flush, GCR, trap), registered memory's GPU address, threads mapping the same memory, and
+ * kfdtest's GetTileConfigTest (the tiling tables as amdkfd reports them for gfx9+).
  * Part of hsakmt-rs; licensed MIT OR Apache-2.0. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -478,8 +479,45 @@ static void threads_on_same_memory(void)
     free(buf);
 }
 
+/* kfdtest GetTileConfigTest: amdkfd copies at most its 32 tile and 16 macro-tile words (all zero
+ * on gfx9+, with num_banks/num_ranks 0) and cuts the counts to what it copied. */
+static void tile_config(void)
+{
+    HSAuint32 tiles[40], macro_tiles[20];
+    memset(tiles, 0xAB, sizeof tiles);
+    memset(macro_tiles, 0xAB, sizeof macro_tiles);
+    HsaGpuTileConfig c;
+    memset(&c, 0, sizeof c);
+    c.TileConfig = tiles;
+    c.MacroTileConfig = macro_tiles;
+    c.NumTileConfigs = 40;
+    c.NumMacroTileConfigs = 20;
+    c.NumBanks = 7;
+    EXPECT_OK(hsaKmtGetTileConfig(g_sys.gpu, &c));
+    CHECK(c.NumTileConfigs == 32 && c.NumMacroTileConfigs == 16, "counts %u/%u, not 32/16",
+          c.NumTileConfigs, c.NumMacroTileConfigs);
+    CHECK(c.GbAddrConfig != 0 && c.NumBanks == 0 && c.NumRanks == 0,
+          "gb_addr_config %#x banks %u ranks %u", c.GbAddrConfig, c.NumBanks, c.NumRanks);
+    for (int i = 0; i < 32; i++)
+        CHECK(tiles[i] == 0, "tile word %d = %#x", i, tiles[i]);
+    for (int i = 0; i < 16; i++)
+        CHECK(macro_tiles[i] == 0, "macro-tile word %d = %#x", i, macro_tiles[i]);
+
+    /* Room for fewer words: the counts are the room given; no arrays at all: counts 0. */
+    HSAuint32 four[4];
+    c.TileConfig = four;
+    c.NumTileConfigs = 4;
+    c.MacroTileConfig = NULL;
+    c.NumMacroTileConfigs = 0;
+    EXPECT_OK(hsaKmtGetTileConfig(g_sys.gpu, &c));
+    CHECK(c.NumTileConfigs == 4 && c.NumMacroTileConfigs == 0, "counts %u/%u, not 4/0",
+          c.NumTileConfigs, c.NumMacroTileConfigs);
+    EXPECT(HSAKMT_STATUS_INVALID_PARAMETER, hsaKmtGetTileConfig(g_sys.gpu, NULL));
+}
+
 void test_consumers(void)
 {
+    tile_config();
     pm4_queue();
     sdma_queue();
     aql_plain_doorbell();
