@@ -177,14 +177,14 @@ impl SdmaLimits {
 
     #[inline]
     const fn copy_count_mask(&self) -> u32 {
-        (1 << self.copy_count_bits) - 1
+        (1u32 << self.copy_count_bits).wrapping_sub(1)
     }
 
     /// Number of `COPY_LINEAR` packets a copy of `bytes` needs.
     #[must_use]
     #[inline]
     pub const fn copy_packets(&self, bytes: u64) -> u64 {
-        (bytes + self.copy_count_mask() as u64) >> self.copy_count_bits
+        bytes.div_ceil(1 << self.copy_count_bits)
     }
 
     /// Plans a linear copy of `bytes` from `src` to `dst` as `COPY_LINEAR` packets of at most
@@ -241,9 +241,10 @@ impl Iterator for CopyPlan {
         }
         let chunk = if self.remaining < self.max { self.remaining } else { self.max };
         let p = SdmaPacket::CopyLinear { src: self.src, dst: self.dst, bytes: chunk as u32 };
-        self.src += chunk;
-        self.dst += chunk;
-        self.remaining -= chunk;
+        // Bounded: `plan_copy` checked that neither range wraps, and `chunk <= remaining`.
+        self.src = self.src.saturating_add(chunk);
+        self.dst = self.dst.saturating_add(chunk);
+        self.remaining = self.remaining.saturating_sub(chunk);
         Some(p)
     }
 
@@ -272,8 +273,9 @@ impl Iterator for FillPlan {
         let max = MAX_FILL_BYTES as u64;
         let chunk = if self.remaining < max { self.remaining } else { max };
         let p = SdmaPacket::ConstantFill { dst: self.dst, data: self.data, bytes: chunk as u32 };
-        self.dst += chunk;
-        self.remaining -= chunk;
+        // Bounded: `plan_fill` checked that the range does not wrap, and `chunk <= remaining`.
+        self.dst = self.dst.saturating_add(chunk);
+        self.remaining = self.remaining.saturating_sub(chunk);
         Some(p)
     }
 }
@@ -319,7 +321,7 @@ impl<M: SharedMemory> SdmaGeometry<M> {
         {
             return Err(SdmaError::InvalidRing);
         }
-        Ok(SdmaGeometry { size: len as u64, mask: len as u64 - 1, mem })
+        Ok(SdmaGeometry { size: len as u64, mask: (len as u64).wrapping_sub(1), mem })
     }
 
     #[inline]
@@ -392,23 +394,23 @@ impl<M: SharedMemory> SdmaRing<M> {
         let mut pos = self.wptr;
         for p in packets {
             p.validate(self.limits)?;
-            let len = u64::from(p.dwords()) * 4;
-            let to_end = self.geo.size - (pos & self.geo.mask);
+            let len = u64::from(p.dwords()).saturating_mul(4);
+            let to_end = self.geo.size.saturating_sub(pos & self.geo.mask);
             if len > to_end {
-                pos += to_end;
+                pos = pos.wrapping_add(to_end);
             }
-            pos += len;
-            if pos - self.wptr >= self.geo.size {
+            pos = pos.wrapping_add(len);
+            if pos.wrapping_sub(self.wptr) >= self.geo.size {
                 return Err(SdmaError::TooLarge);
             }
         }
-        Ok(pos - self.wptr)
+        Ok(pos.wrapping_sub(self.wptr))
     }
 
     #[inline]
     fn has_room(&mut self, bytes: u64) -> bool {
-        let end = self.wptr + bytes;
-        if end - self.rptr_cache < self.geo.size {
+        let end = self.wptr.wrapping_add(bytes);
+        if end.wrapping_sub(self.rptr_cache) < self.geo.size {
             return true;
         }
         self.rptr_cache = self.geo.rptr().map_or(self.rptr_cache, |r| r.load(Ordering::Acquire));
@@ -427,37 +429,37 @@ impl<M: SharedMemory> SdmaRing<M> {
         let mut left = dwords;
         while left > 0 {
             let n = left.min(u64::from(MAX_NOP_DWORDS));
-            self.store(at, header(SDMA_OP_NOP, 0) | (((n - 1) as u32) << 16));
+            self.store(at, header(SDMA_OP_NOP, 0) | ((n.saturating_sub(1) as u32) << 16));
             for i in 1..n {
-                self.store(at + 4 * i, 0);
+                self.store(at.wrapping_add(i.wrapping_mul(4)), 0);
             }
-            at += 4 * n;
-            left -= n;
+            at = at.wrapping_add(n.wrapping_mul(4));
+            left = left.saturating_sub(n);
         }
     }
 
     fn write_all<I: Iterator<Item = SdmaPacket>>(&mut self, packets: I) {
         let mut buf = [0u32; MAX_PACKET_DWORDS];
         for p in packets {
-            let len = u64::from(p.dwords()) * 4;
-            let to_end = self.geo.size - (self.wptr & self.geo.mask);
+            let len = u64::from(p.dwords()).saturating_mul(4);
+            let to_end = self.geo.size.saturating_sub(self.wptr & self.geo.mask);
             if len > to_end {
                 self.write_nop(self.wptr, to_end / 4);
-                self.wptr += to_end;
+                self.wptr = self.wptr.wrapping_add(to_end);
             }
             if let SdmaPacket::Nop { dwords } = p {
                 self.write_nop(self.wptr, u64::from(dwords));
             } else {
                 let n = p.encode_fixed(&mut buf);
                 for (i, w) in buf.iter().take(n).enumerate() {
-                    self.store(self.wptr + 4 * i as u64, *w);
+                    self.store(self.wptr.wrapping_add((i as u64).wrapping_mul(4)), *w);
                 }
                 // A WRITE's data: zeros, as `SdmaPacket::encode` gives.
                 for i in n as u64..len / 4 {
-                    self.store(self.wptr + 4 * i, 0);
+                    self.store(self.wptr.wrapping_add(i.wrapping_mul(4)), 0);
                 }
             }
-            self.wptr += len;
+            self.wptr = self.wptr.wrapping_add(len);
         }
     }
 
@@ -554,11 +556,12 @@ impl<M: SharedMemory> SdmaConsumer<M> {
         if wptr == rptr {
             return None;
         }
-        let avail = (wptr.wrapping_sub(rptr)).min(self.geo.size - (rptr & self.geo.mask)) / 4;
+        let avail =
+            (wptr.wrapping_sub(rptr)).min(self.geo.size.saturating_sub(rptr & self.geo.mask)) / 4;
         let mut buf = [0u32; MAX_PACKET_DWORDS];
         let n = (avail as usize).min(MAX_PACKET_DWORDS);
         for (i, b) in buf.iter_mut().take(n).enumerate() {
-            let at = rptr.wrapping_add(4 * i as u64);
+            let at = rptr.wrapping_add((i as u64).wrapping_mul(4));
             *b = self.geo.dword(at).map_or(0, |d| d.load(Ordering::Relaxed));
         }
         let (p, len) = match SdmaPacket::decode(self.limits, buf.get(..n).unwrap_or_default()) {
@@ -569,7 +572,7 @@ impl<M: SharedMemory> SdmaConsumer<M> {
             return Some(Err(SdmaError::Truncated));
         }
         if let Some(r) = self.geo.rptr() {
-            r.store(rptr.wrapping_add(4 * len as u64), Ordering::Release);
+            r.store(rptr.wrapping_add((len as u64).wrapping_mul(4)), Ordering::Release);
         }
         Some(Ok(p))
     }

@@ -127,10 +127,12 @@ impl RectSurface {
     #[must_use]
     pub const fn row_address(&self, element_log2: u8, y: u32, z: u32) -> Option<u64> {
         let x = self.offset[0] as u64;
-        let y = (self.offset[1] as u64 + y as u64) * self.pitch as u64;
-        let z = (self.offset[2] as u64 + z as u64) * self.slice_pitch as u64;
+        let y = (self.offset[1] as u64).saturating_add(y as u64).saturating_mul(self.pitch as u64);
+        let z = (self.offset[2] as u64)
+            .saturating_add(z as u64)
+            .saturating_mul(self.slice_pitch as u64);
         // At most 2^14 + 2^15·2^19 + 2^12·2^28 elements of 2^4 bytes: no overflow before the add.
-        let elements = x + y + z;
+        let elements = x.saturating_add(y).saturating_add(z);
         self.addr.checked_add(elements << element_log2)
     }
 
@@ -157,8 +159,8 @@ impl RectSurface {
             self.addr as u32,
             (self.addr >> 32) as u32,
             self.offset[0] | (self.offset[1] << 16),
-            self.offset[2] | ((self.pitch - 1) << 13),
-            self.slice_pitch - 1,
+            self.offset[2] | (self.pitch.saturating_sub(1) << 13),
+            self.slice_pitch.saturating_sub(1),
         ]
     }
 
@@ -167,19 +169,19 @@ impl RectSurface {
     fn decode(d: [u32; 5], at: u8) -> Result<Self, SdmaError> {
         let [lo, hi, p1, p2, p3] = d;
         if p1 & 0xC000_C000 != 0 {
-            return Err(SdmaError::ReservedNonZero { dword: at + 2 });
+            return Err(SdmaError::ReservedNonZero { dword: at.saturating_add(2) });
         }
         if p2 & 0x1800 != 0 {
-            return Err(SdmaError::ReservedNonZero { dword: at + 3 });
+            return Err(SdmaError::ReservedNonZero { dword: at.saturating_add(3) });
         }
         if p3 >> 28 != 0 {
-            return Err(SdmaError::ReservedNonZero { dword: at + 4 });
+            return Err(SdmaError::ReservedNonZero { dword: at.saturating_add(4) });
         }
         Ok(RectSurface {
             addr: lo as u64 | ((hi as u64) << 32),
             offset: [p1 & 0x3FFF, (p1 >> 16) & 0x3FFF, p2 & 0x7FF],
-            pitch: (p2 >> 13) + 1,
-            slice_pitch: p3 + 1,
+            pitch: (p2 >> 13).saturating_add(1),
+            slice_pitch: p3.saturating_add(1),
         })
     }
 }
@@ -233,7 +235,11 @@ impl LinearRect {
     }
 
     const fn ends_in_range(&self, s: &RectSurface) -> bool {
-        match s.row_address(self.element_log2, self.extent[1] - 1, self.extent[2] - 1) {
+        match s.row_address(
+            self.element_log2,
+            self.extent[1].saturating_sub(1),
+            self.extent[2].saturating_sub(1),
+        ) {
             Some(a) => a.checked_add(self.row_bytes()).is_some(),
             None => false,
         }
@@ -415,7 +421,7 @@ impl SdmaPacket {
             Self::CopyLinearBroadcast { .. } => 9,
             Self::CopyLinearRect(_) => 13,
             Self::ConstantFill { .. } => 5,
-            Self::Write { dwords, .. } => 4 + *dwords,
+            Self::Write { dwords, .. } => dwords.saturating_add(4),
             Self::Fence { .. } => 4,
             Self::Trap { .. } => 2,
             Self::PollRegMem { .. } | Self::PollRegister(_) => 6,
@@ -456,7 +462,7 @@ impl SdmaPacket {
                 if dwords == 0 || dwords > MAX_WRITE_DWORDS {
                     return Err(SdmaError::InvalidSize);
                 }
-                if dst.checked_add(dwords as u64 * 4).is_none() {
+                if dst.checked_add((dwords as u64).saturating_mul(4)).is_none() {
                     return Err(SdmaError::AddressOverflow);
                 }
                 aligned(dst, 4)
@@ -525,12 +531,12 @@ impl SdmaPacket {
         let hi = |v: u64| (v >> 32) as u32;
         match *self {
             Self::Nop { dwords } => {
-                b[0] = header(SDMA_OP_NOP, 0) | ((dwords - 1) << 16);
+                b[0] = header(SDMA_OP_NOP, 0) | (dwords.saturating_sub(1) << 16);
                 1
             }
             Self::CopyLinear { src, dst, bytes } => {
                 b[0] = header(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR);
-                b[1] = bytes - 1;
+                b[1] = bytes.saturating_sub(1);
                 b[2] = 0;
                 b[3] = lo(src);
                 b[4] = hi(src);
@@ -540,7 +546,7 @@ impl SdmaPacket {
             }
             Self::CopyLinearBroadcast { src, dst, bytes } => {
                 b[0] = header(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR) | COPY_BROADCAST;
-                b[1] = bytes - 1;
+                b[1] = bytes.saturating_sub(1);
                 b[2] = 0;
                 b[3] = lo(src);
                 b[4] = hi(src);
@@ -566,8 +572,8 @@ impl SdmaPacket {
                     d2,
                     d3,
                     d4,
-                    (r.extent[0] - 1) | ((r.extent[1] - 1) << 16),
-                    r.extent[2] - 1,
+                    r.extent[0].saturating_sub(1) | (r.extent[1].saturating_sub(1) << 16),
+                    r.extent[2].saturating_sub(1),
                 ];
                 13
             }
@@ -576,14 +582,14 @@ impl SdmaPacket {
                 b[1] = lo(dst);
                 b[2] = hi(dst);
                 b[3] = data;
-                b[4] = bytes - 1;
+                b[4] = bytes.saturating_sub(1);
                 5
             }
             Self::Write { dst, dwords } => {
                 b[0] = header(SDMA_OP_WRITE, SDMA_SUBOP_WRITE_LINEAR);
                 b[1] = lo(dst);
                 b[2] = hi(dst);
-                b[3] = dwords - 1;
+                b[3] = dwords.saturating_sub(1);
                 4
             }
             Self::Fence { addr, data, mtype } => {
@@ -667,7 +673,7 @@ impl SdmaPacket {
         let p = match (op, sub_op) {
             (SDMA_OP_NOP, 0) => {
                 reserved(h >> 30 != 0, 0)?;
-                SdmaPacket::Nop { dwords: ((h >> 16) & 0x3FFF) + 1 }
+                SdmaPacket::Nop { dwords: ((h >> 16) & 0x3FFF).saturating_add(1) }
             }
             (SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR) if h & COPY_BROADCAST != 0 => {
                 let d: [u32; 9] = take(dw)?;
@@ -677,7 +683,7 @@ impl SdmaPacket {
                 SdmaPacket::CopyLinearBroadcast {
                     src: join(d[3], d[4]),
                     dst: [join(d[5], d[6]), join(d[7], d[8])],
-                    bytes: d[1] + 1,
+                    bytes: d[1].saturating_add(1),
                 }
             }
             (SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR) => {
@@ -688,7 +694,7 @@ impl SdmaPacket {
                 SdmaPacket::CopyLinear {
                     src: join(d[3], d[4]),
                     dst: join(d[5], d[6]),
-                    bytes: d[1] + 1,
+                    bytes: d[1].saturating_add(1),
                 }
             }
             (SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR_RECT) => {
@@ -701,7 +707,11 @@ impl SdmaPacket {
                     element_log2: (h >> 29) as u8,
                     src: RectSurface::decode([d[1], d[2], d[3], d[4], d[5]], 1)?,
                     dst: RectSurface::decode([d[6], d[7], d[8], d[9], d[10]], 6)?,
-                    extent: [(d[11] & 0x3FFF) + 1, ((d[11] >> 16) & 0x3FFF) + 1, d[12] + 1],
+                    extent: [
+                        (d[11] & 0x3FFF).saturating_add(1),
+                        ((d[11] >> 16) & 0x3FFF).saturating_add(1),
+                        d[12].saturating_add(1),
+                    ],
                 })
             }
             (SDMA_OP_CONST_FILL, 0) => {
@@ -715,14 +725,14 @@ impl SdmaPacket {
                 SdmaPacket::ConstantFill {
                     dst: join(d[1], d[2]),
                     data: d[3],
-                    bytes: ((d[4] >> 2) + 1) * 4,
+                    bytes: (d[4] >> 2).saturating_add(1).saturating_mul(4),
                 }
             }
             (SDMA_OP_WRITE, SDMA_SUBOP_WRITE_LINEAR) => {
                 let d: [u32; 4] = take(dw)?;
                 reserved(h >> 16 != 0, 0)?;
                 reserved(d[3] >> 20 != 0, 3)?;
-                SdmaPacket::Write { dst: join(d[1], d[2]), dwords: d[3] + 1 }
+                SdmaPacket::Write { dst: join(d[1], d[2]), dwords: d[3].saturating_add(1) }
             }
             (SDMA_OP_FENCE, 0) => {
                 let d: [u32; 4] = take(dw)?;
