@@ -120,7 +120,8 @@ impl CpConfig {
 /// The first sleep of an idle processor before it looks at its doorbell again.
 pub(crate) const DOORBELL_POLL_MIN: Duration = Duration::from_micros(50);
 
-/// Default of [`CpConfig::doorbell_poll`].
+/// The longest an idle queue processor sleeps before it looks at its doorbell again, unless
+/// [`SimBuilder::cp_doorbell_poll`](crate::SimBuilder::cp_doorbell_poll) says otherwise.
 pub const DEFAULT_DOORBELL_POLL: Duration = Duration::from_millis(2);
 
 /// Why a queue stopped with an error, as the kernel would report it.
