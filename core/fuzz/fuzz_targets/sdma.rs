@@ -88,8 +88,10 @@ fuzz_target!(|data: &[u8]| {
             Some(Ok(p)) => {
                 let after = consumer.rptr();
                 assert_eq!(after.wrapping_sub(before), 4 * u64::from(p.dwords()), "{p:?}");
+                // Only a NOP's payload and a WRITE's data follow the fixed part of a packet.
                 assert!(
-                    p.dwords() as usize <= MAX_PACKET_DWORDS || matches!(p, SdmaPacket::Nop { .. })
+                    p.dwords() as usize <= MAX_PACKET_DWORDS
+                        || matches!(p, SdmaPacket::Nop { .. } | SdmaPacket::Write { .. })
                 );
             }
             Some(Err(_)) => {
