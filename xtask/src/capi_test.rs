@@ -22,8 +22,16 @@ use crate::capi_build::{self, Installed};
 use crate::workspace_root;
 
 /// The test program's sources.
-const SOURCES: [&str; 7] =
-    ["main.c", "topology.c", "memory.c", "queues.c", "events.c", "bad_input.c", "misc.c"];
+const SOURCES: [&str; 8] = [
+    "main.c",
+    "topology.c",
+    "memory.c",
+    "queues.c",
+    "events.c",
+    "bad_input.c",
+    "misc.c",
+    "consumers.c",
+];
 
 /// Runs the test.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -63,6 +71,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     runs += 1;
 
     open_fails(&shared, &[("HSAKMT_DRIVER", "gpu")])?;
+    // Set means valid, as for the `hsakmt` tool: empty is not "unset"; `host` has no KFD.
+    open_fails(&shared, &[("HSAKMT_DRIVER", "")])?;
+    open_fails(&shared, &[("HSAKMT_DRIVER", "host")])?;
     open_fails(&shared, &[("HSAKMT_DRIVER", "sim"), ("HSAKMT_SIM_PROFILE", "no-such-profile")])?;
 
     consumers(&installed, &work)?;

@@ -110,7 +110,7 @@ pub unsafe extern "C" fn hsaKmtGetClockCounters(
 }
 
 /// `hsaKmtGetTileConfig`: the GPU's tiling registers (`AMDKFD_IOC_GET_TILE_CONFIG`, as upstream
-/// issues it; `HSAKMT_STATUS_ERROR` when the kernel refuses — the simulator does not model it).
+/// issues it; `HSAKMT_STATUS_ERROR` when the kernel refuses).
 ///
 /// # Safety
 /// `config` is NULL or valid for reads and writes, and its arrays are NULL or valid for writes

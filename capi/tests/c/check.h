@@ -73,5 +73,6 @@ void test_events(void);
 void test_unsupported(void);
 void test_bad_input(void);
 void test_threads(void);
+void test_consumers(void);
 
 #endif

@@ -81,6 +81,8 @@ use queue::{DOORBELL_BYTES, DmaEngine, HostHooks, HostQueue, processor_priority}
 pub const MAX_HOST_QUEUES: usize = 64;
 /// How long a signal wait spins before it sleeps, in ns.
 pub const HOST_SPIN_NS: u64 = 20_000;
+/// The longest sleep of an idle host queue processor between two looks at its doorbell.
+const HOST_DOORBELL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// `CLOCK_MONOTONIC` in ns: the CPU and system counters of a node without a GPU.
 fn monotonic_ns() -> u64 {
@@ -199,6 +201,9 @@ impl HostDriver {
         let config = CpConfig {
             mode: CpMode::Threaded,
             idle_spin: crate::DEFAULT_CP_IDLE_SPIN,
+            // Host queues are rung through the doorbell mapping (core's producers), which wakes
+            // the processor: the poll is only a fallback.
+            doorbell_poll: HOST_DOORBELL_POLL,
             kernels: kernels.clone(),
             vendor_packets: false,
         };
@@ -431,6 +436,7 @@ impl Driver for HostDriver {
             return Ok(());
         }
         st.agents = agents;
+        sink.set_page(page.clone());
         st.doorbells = Some(SimMapping::doorbell(page, sink));
         st.initialized = true;
         Ok(())
@@ -692,7 +698,7 @@ impl Driver for HostDriver {
         let mut regs = q.sim.regs();
         regs.percentage = u32::from(percentage);
         regs.priority = processor_priority(priority)?;
-        q.sim.set_regs(regs);
+        q.sim.update(regs, || {});
         Ok(())
     }
 

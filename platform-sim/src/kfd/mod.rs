@@ -16,7 +16,7 @@ use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
 use hsakmt_core::topology::{HeapType, NodeKind, Topology};
 use hsakmt_core::uapi::{
     KFD_IOC_CACHE_POLICY_NONCOHERENT, ioctl_by_nr, kfd_ioctl_acquire_vm_args,
-    kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_version_args,
+    kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_tile_config_args, kfd_ioctl_get_version_args,
     kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
 };
 use hsakmt_hostmem::PidCache;
@@ -72,6 +72,15 @@ pub(crate) const SCRATCH_BASE: u64 = 2 << 48;
 pub(crate) const GPUVM_BASE: u64 = 4 * 4096;
 pub(crate) const GPUVM_LIMIT: u64 = (1 << 47) - 1;
 
+/// Entries of amdgpu's `tile_mode_array` (`amdgpu_gfx_config`), the count amdkfd reports.
+const TILE_MODES: usize = 32;
+/// Entries of amdgpu's `macrotile_mode_array`.
+const MACRO_TILE_MODES: usize = 16;
+/// `GB_ADDR_CONFIG` of the simulated GPUs: the golden value amdgpu programs on Vega 10 and
+/// Aldebaran (`VEGA10_GB_ADDR_CONFIG_GOLDEN`, `ALDEBARAN_GB_ADDR_CONFIG_GOLDEN`); the simulator
+/// has no tiled surfaces, so every profile reports it.
+const GB_ADDR_CONFIG: u32 = 0x2a11_4042;
+
 fn aperture_limit(base: u64) -> u64 {
     (base & 0xFFFF_FFFF_0000_0000) | 0xFFFF_FFFF
 }
@@ -97,7 +106,6 @@ pub(crate) struct KfdModel {
     pub(crate) events: Arc<event::SimEvents>,
     pub(crate) cp_events: Arc<RecordedEvents>,
     pub(crate) gpu: GpuModel,
-    epoch: std::time::Instant,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -160,7 +168,6 @@ impl KfdModel {
             events,
             cp_events,
             gpu,
-            epoch: std::time::Instant::now(),
         }
     }
 
@@ -268,6 +275,9 @@ impl KfdModel {
             Ioctl::AcquireVm(a) => self.acquire_vm(a),
             Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
             Ioctl::GetClockCounters(a) => self.clock_counters(a),
+            Ioctl::GetTileConfig { args, tile_config, macro_tile_config } => {
+                self.tile_config(args, tile_config, macro_tile_config)
+            }
             // A buffer handle in `event_page_offset` must name a GTT buffer (kfd_kmap_event_page).
             Ioctl::CreateEvent(a) => {
                 self.events.create(a, |handle| lock(&self.memory).kmap_event_page(handle))
@@ -309,16 +319,47 @@ impl KfdModel {
         }
     }
 
-    /// `kfd_ioctl_get_clock_counters`: the GPU counter runs at 100 MHz (the rate amdgpu
-    /// reports for gfx9+ `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the
-    /// monotonic clock in ns, as current kernels give.
+    /// `kfd_ioctl_get_clock_counters`: the GPU counter of the engines' clock
+    /// ([`GpuClock`](crate::gpu::clock::GpuClock), 100 MHz: the rate amdgpu reports for gfx9+
+    /// `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the same clock in ns, as
+    /// current kernels give.
     fn clock_counters(&self, args: &mut kfd_ioctl_get_clock_counters_args) -> Result<(), Errno> {
         self.gpu(args.gpu_id)?;
-        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        args.gpu_clock_counter = ns / 10;
+        let clock = self.gpu.cp.clock;
+        let ns = clock.nanos();
+        args.gpu_clock_counter = clock.counter();
         args.cpu_clock_counter = ns;
         args.system_clock_counter = ns;
         args.system_clock_freq = 1_000_000_000;
+        Ok(())
+    }
+
+    /// `kfd_ioctl_get_tile_config` as amdkfd answers for gfx9 and later: the tables are
+    /// amdgpu's `tile_mode_array` (32 words) and `macrotile_mode_array` (16), which GFX9+ never
+    /// fills (all zero), copied up to the room the caller gives and the counts cut to what was
+    /// copied; `num_banks`/`num_ranks` are 0 ("not set from GFX9 onwards");
+    /// `gb_addr_config` is [`GB_ADDR_CONFIG`].
+    fn tile_config(
+        &self,
+        args: &mut kfd_ioctl_get_tile_config_args,
+        tile_config: &mut [u32],
+        macro_tile_config: &mut [u32],
+    ) -> Result<(), Errno> {
+        self.gpu(args.gpu_id)?;
+        args.gb_addr_config = GB_ADDR_CONFIG;
+        args.num_banks = 0;
+        args.num_ranks = 0;
+        let tiles = tile_config.len().min(TILE_MODES);
+        let macro_tiles = macro_tile_config.len().min(MACRO_TILE_MODES);
+        for word in tile_config.iter_mut().take(tiles) {
+            *word = 0;
+        }
+        for word in macro_tile_config.iter_mut().take(macro_tiles) {
+            *word = 0;
+        }
+        // Both at most 32: the casts cannot truncate.
+        args.num_tile_configs = u32::try_from(tiles).map_err(|_| Errno::EINVAL)?;
+        args.num_macro_tile_configs = u32::try_from(macro_tiles).map_err(|_| Errno::EINVAL)?;
         Ok(())
     }
 
@@ -519,7 +560,7 @@ impl SimPlatform {
     ) -> Result<SimMapping, Errno> {
         let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
         let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
-        let sink = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
+        let doorbells = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
         let mapped = lock(&self.kfd.memory).map_kfd(offset, addr);
         let memory = match mapped {
             Ok(m) => m.memory().clone(),
@@ -534,6 +575,8 @@ impl SimPlatform {
                 hsakmt_hostmem::map_anonymous(at, size)?
             }
         };
-        Ok(SimMapping::doorbell(memory, sink))
+        // Plain stores to the page are found there by the processors' doorbell polls.
+        doorbells.set_page(memory.clone());
+        Ok(SimMapping::doorbell(memory, doorbells))
     }
 }

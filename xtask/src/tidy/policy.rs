@@ -80,7 +80,16 @@ pub(crate) const CAPACITY_EXCEPTIONS: &[(&str, &str, &str)] = &[
         "MAX_COMPUTE_RING_SIZE",
         "the largest compute ring CP_HQD_PQ_CONTROL.QUEUE_SIZE encodes",
     ),
-    ("core/src/queue/sdma.rs", "MAX_PACKET_DWORDS", "the longest SDMA packet of the format"),
+    (
+        "core/src/queue/sdma/packet.rs",
+        "MAX_PACKET_DWORDS",
+        "the longest fixed part of an SDMA packet of the format (COPY_LINEAR_RECT)",
+    ),
+    (
+        "core/src/queue/sdma/packet.rs",
+        "MAX_WRITE_DWORDS",
+        "the SDMA WRITE packet's 20-bit count field",
+    ),
     (
         "core/src/topology/gfx.rs",
         "MAX_MAJOR",
