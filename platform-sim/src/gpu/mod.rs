@@ -44,10 +44,11 @@ pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
 pub(crate) mod pqm;
+mod recorded;
 pub(crate) mod sdma;
 pub(crate) mod vm;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
@@ -67,6 +68,7 @@ use vm::{GpuVm, MemRange, Pin};
 
 pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
+pub(crate) use recorded::RecordedEvents;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -211,48 +213,6 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.
     fn gpu_hang(&self, gpu_id: u32) {
         let _ = gpu_id;
-    }
-}
-
-/// The events model until the simulator's event table takes over: records what was raised
-/// (the last [`RAISED_EVENTS_KEPT`](crate::RAISED_EVENTS_KEPT) signals, in a ring allocated
-/// once: raising an event allocates nothing).
-#[derive(Debug)]
-pub(crate) struct RecordedEvents {
-    pub(crate) signaled: Mutex<VecDeque<u32>>,
-    pub(crate) memory_faults: Mutex<Vec<(u32, u64, bool)>>,
-    pub(crate) queue_errors: Mutex<Vec<QueueFault>>,
-    /// GPUs reset because a hung queue could not be preempted.
-    pub(crate) resets: Mutex<Vec<u32>>,
-}
-
-impl Default for RecordedEvents {
-    fn default() -> Self {
-        RecordedEvents {
-            signaled: Mutex::new(VecDeque::with_capacity(crate::RAISED_EVENTS_KEPT)),
-            memory_faults: Mutex::default(),
-            queue_errors: Mutex::default(),
-            resets: Mutex::default(),
-        }
-    }
-}
-
-impl EventHooks for RecordedEvents {
-    fn signal_event(&self, event_id: u32) {
-        let mut signaled = lock(&self.signaled);
-        if signaled.len() >= crate::RAISED_EVENTS_KEPT {
-            signaled.pop_front();
-        }
-        signaled.push_back(event_id);
-    }
-    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
-        lock(&self.memory_faults).push((gpu_id, address, write));
-    }
-    fn queue_error(&self, fault: &QueueFault) {
-        lock(&self.queue_errors).push(*fault);
-    }
-    fn gpu_hang(&self, gpu_id: u32) {
-        lock(&self.resets).push(gpu_id);
     }
 }
 
