@@ -111,14 +111,15 @@ fn put64<M: SharedMemory>(m: &M, offset: usize, value: u64) -> Result<(), Errno>
 }
 
 impl QueueDescriptor {
-    /// Writes the descriptor's fields into `m` (the `amd_queue_t` at offset 0; the indices,
-    /// `caps` and the scratch fields are left as they are). `doorbell_signal` is 0: this crate
+    /// Writes the descriptor's fields into `m` (the `amd_queue_t` at offset 0; `caps` 0: no
+    /// scratch reclaim; the indices and the scratch fields are left as they are). `doorbell_signal` is 0: this crate
     /// rings doorbells directly, not through a doorbell signal.
     ///
     /// # Errors
     /// The mapping's error when it is shorter than [`AMD_QUEUE_SIZE`].
     pub fn write<M: SharedMemory>(&self, m: &M) -> Result<(), Errno> {
         put32(m, AMD_QUEUE_TYPE_OFFSET, self.queue_type)?;
+        put32(m, CAPS_OFFSET, 0)?;
         put32(m, AMD_QUEUE_FEATURES_OFFSET, HSA_QUEUE_FEATURE_KERNEL_DISPATCH)?;
         put64(m, AMD_QUEUE_BASE_ADDRESS_OFFSET, self.ring_address)?;
         put64(m, AMD_QUEUE_DOORBELL_SIGNAL_OFFSET, 0)?;
