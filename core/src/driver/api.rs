@@ -141,9 +141,14 @@ pub struct QueueParams {
     pub priority: i8,
     /// Share of the device, 1–100 percent.
     pub percentage: u8,
-    /// Per-work-item scratch the queue's kernels may use, in bytes.
+    /// Private (scratch) bytes per work-item the queue is created ready for: its scratch
+    /// memory is allocated with the queue (0: none until a dispatch needs it). A dispatch
+    /// asking for more grows it (with the queue drained). Beyond the agent's limit the queue
+    /// is refused ([`DriverError::Scratch`]).
     pub private_segment_size: u32,
-    /// Per-workgroup LDS the queue's kernels may use, in bytes.
+    /// The most group (LDS) bytes per work-group a dispatch on the queue may ask for (0: the
+    /// agent's LDS size); a dispatch asking for more is refused at submission, a value above
+    /// the agent's LDS at creation ([`DriverError::InvalidArgument`]).
     pub group_segment_size: u32,
     /// Called when the queue goes into error.
     pub error_callback: Option<QueueErrorCallback>,
