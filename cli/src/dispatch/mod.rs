@@ -21,6 +21,8 @@ use clap::Args;
 use hsakmt_core::code_object::CodeObject;
 use serde::Serialize;
 
+use crate::output::Failure;
+
 use spec::{ArgSpec, MAX_GRID_ITEMS, MAX_SIM_GRID_ITEMS, check_against, geometry};
 
 /// The largest code object file read, in bytes.
@@ -78,14 +80,20 @@ struct Report {
     buffers: Vec<BufferReport>,
 }
 
-pub(crate) fn run(args: &DispatchArgs) -> Result<(), String> {
+/// Runs `hsakmt dispatch`.
+///
+/// # Errors
+/// A message for anything wrong with the input, the device or the kernel's run; a failed
+/// write of the report.
+pub(crate) fn run(args: &DispatchArgs) -> Result<(), Failure> {
     let path = args.code_object.display();
     let len = std::fs::metadata(&args.code_object).map_err(|e| format!("{path}: {e}"))?.len();
     if len > MAX_CODE_OBJECT_BYTES {
         return Err(format!(
             "{path}: {len} bytes, more than the {} MiB a code object may have",
             MAX_CODE_OBJECT_BYTES >> 20
-        ));
+        )
+        .into());
     }
     let bytes = std::fs::read(&args.code_object).map_err(|e| format!("{path}: {e}"))?;
     let object = CodeObject::parse(&bytes)
@@ -146,14 +154,13 @@ pub(crate) fn run(args: &DispatchArgs) -> Result<(), String> {
     let report = outcome?;
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        crate::output::emit(&format!("{text}\n"));
+        crate::output::emit(&format!("{text}\n"))
     } else {
-        print_report(&report);
+        print_report(&report)
     }
-    Ok(())
 }
 
-fn print_report(r: &Report) {
+fn print_report(r: &Report) -> Result<(), Failure> {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(
@@ -174,5 +181,5 @@ fn print_report(r: &Report) {
         let _ = writeln!(s, "  arg {}{}: {} x {}", b.arg, name, b.ty, b.count);
         let _ = writeln!(s, "    [{}]", values.join(", "));
     }
-    crate::output::emit(&s);
+    crate::output::emit(&s)
 }

@@ -185,7 +185,11 @@ impl KfdModel {
             DeviceState::PermissionDenied { group } => {
                 let mut g = heapless::String::new();
                 let _ = g.push_str(group);
-                return Err(OpenError::PermissionDenied { gid: Some(993), group: Some(g) });
+                return Err(OpenError::PermissionDenied {
+                    gid: Some(993),
+                    group: Some(g),
+                    mode: Some(0o660),
+                });
             }
         }
         let mut s = lock(&self.session);
@@ -273,7 +277,12 @@ impl KfdModel {
             Ioctl::DestroyEvent(a) => self.events.destroy(a.event_id),
             Ioctl::SetEvent(a) => self.events.set(a.event_id),
             Ioctl::ResetEvent(a) => self.events.reset(a.event_id),
-            Ioctl::WaitEvents { args, events } => self.events.wait(args, events),
+            Ioctl::WaitEvents { args, events } => {
+                if self.gpu.runs_on_wait() {
+                    self.gpu.run_until_idle();
+                }
+                self.events.wait(args, events)
+            }
             Ioctl::AllocMemoryOfGpu(a) => lock(&self.memory).alloc(a, vm(a.gpu_id)),
             Ioctl::FreeMemoryOfGpu(a) => lock(&self.memory).free(a),
             Ioctl::MapMemoryToGpu { args, devices } => lock(&self.memory).map(args, devices, vm),

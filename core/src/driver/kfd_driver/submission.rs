@@ -230,7 +230,8 @@ where
         }
     }
 
-    /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]).
+    /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]); a failure
+    /// to release its error signal or ring once the queue is gone is returned too.
     pub(super) fn destroy_aql_queue(&self, queue: QueueId) -> Result<(), DriverError> {
         // Taken out, the queue's slot stays reserved (not reused) while the kernel is asked.
         let key = queue.into();
@@ -264,17 +265,21 @@ where
             }
             return Err(e.into());
         }
-        if let Some(memory) = scratch.memory {
-            let _ = self.kfd.free(memory);
-        }
-        let _ = self.destroy_signal(error_signal);
+        // The queue is gone; its scratch, error signal and ring go too, and a failure of any
+        // is the caller's to know (the first one is returned).
+        let scratch =
+            scratch.memory.map_or(Ok(()), |m| self.kfd.free(m).map_err(DriverError::from));
+        let signal = self.destroy_signal(error_signal);
         let mut st = self.state.write();
         let _ = st.queues.release(key);
-        if let Err(r) = st.ring_cache.push(ring) {
-            drop(st);
-            let _ = self.kfd.free(r);
-        }
-        Ok(())
+        let ring = match st.ring_cache.push(ring) {
+            Ok(()) => Ok(()),
+            Err(r) => {
+                drop(st);
+                self.kfd.free(r).map_err(DriverError::from)
+            }
+        };
+        scratch.and(signal).and(ring)
     }
 
     pub(super) fn queue<R>(
