@@ -27,18 +27,13 @@ pub(crate) fn find(set: KernelSet, processor: &str) -> Option<&'static [u8]> {
     })
 }
 
-/// The processors `hsakmt` carries code objects for.
-pub(crate) fn processors() -> &'static [&'static str] {
-    hsakmt_kernels::PROCESSORS
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_processor_has_its_control_and_blit_objects() {
-        for p in processors() {
+        for p in hsakmt_kernels::PROCESSORS {
             for set in [KernelSet::Control, KernelSet::Blit] {
                 let embedded = find(set, p).unwrap();
                 assert_eq!(embedded, hsakmt_kernels::find(set, p).unwrap().bytes, "{p}");

@@ -3,11 +3,15 @@
 //! Each iteration writes an input block into host memory, DMA-copies it to device memory,
 //! publishes a barrier (waiting for the copy) and a compute step on the agent's AQL queue,
 //! DMA-copies the result back once the step's completion signal is 0, waits for that copy's
-//! signal, and checks every word of the result. On the simulator (and the host driver) the
-//! compute step is a registered kernel (`out[i] = in[i] * 3 + seed`); on real hardware, which
-//! would need a code-object loader, the step is the barrier alone and the block must come back
-//! unchanged — the copy/barrier/signal path.
+//! signal, and checks every word of the result. The compute step (`out[i] = in[i] * 3 +
+//! seed`) is the `control_step` code object `hsakmt` carries for the agent's processor, loaded
+//! through the driver: on a GPU through `/dev/kfd` the GPU runs it, on the simulator its ISA
+//! interpreter does. On the host-CPU driver it is a registered kernel; on a processor `hsakmt`
+//! has no code object for, the step is the barrier alone and the block must come back
+//! unchanged — the copy/barrier/signal path. Agents without DMA engines copy with the blit
+//! kernel (`copy_bytes`) the same way.
 
+mod kernels;
 mod pipeline;
 mod plan;
 
@@ -20,7 +24,7 @@ use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device;
 use hsakmt_core::driver::policy::DRIVER_ENV;
 use hsakmt_core::driver::{
-    AgentId, AgentKind, Capabilities, Driver, DriverError, DriverId, DriverKind, Policy, Registry,
+    AgentId, AgentKind, Driver, DriverError, DriverId, DriverKind, Policy, Registry,
 };
 use hsakmt_core::topology;
 use hsakmt_linux::{LinuxPlatform, boxed_driver, latency};
@@ -30,7 +34,8 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 use crate::inject;
 use crate::output::Failure;
-use pipeline::{Kernels, Pipeline, control_kernel, copy_kernel};
+use kernels::{Compute, Registered};
+use pipeline::{Pipeline, control_kernel, copy_kernel};
 use plan::{Plan, agents_to_use};
 
 /// Arguments of `hsakmt run`.
@@ -81,7 +86,7 @@ struct Report {
     verified: bool,
     gpus: usize,
     agents: Vec<String>,
-    compute: &'static str,
+    compute: String,
     latency_ns: LatencyNs,
     throughput_per_s: f64,
     latency_controls: Vec<String>,
@@ -153,17 +158,13 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
     let profile = Profile::embedded(&profile_name)
         .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
-    // One kernel registry for the simulator and the host driver: the same kernel objects run
-    // on either.
+    // The host driver runs registered kernels; GPUs and the simulator run code objects.
     let registry_of_kernels = KernelRegistry::new();
-    let sim_kernels = Kernels {
+    let registered = Registered {
         step: registry_of_kernels.register("control_step", control_kernel),
         copy: registry_of_kernels.register("blit_copy", copy_kernel),
     };
-    let mut builder = SimPlatform::builder()
-        .profile(profile)
-        .inherit_env(true)
-        .kernels(registry_of_kernels.clone());
+    let mut builder = SimPlatform::builder().profile(profile).inherit_env(true);
     if !plan.faults.is_empty() {
         // Deterministic ioctl sequences: see `crate::inject`.
         builder = builder.cp_mode(CpMode::OnWait);
@@ -249,8 +250,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         }
         crate::note!("hsakmt: using {choice}");
     }
-    // Registered kernels run where the driver executes host kernels (simulator, host CPU).
-    let kernels = driver.capabilities().contains(Capabilities::HOST_KERNELS).then_some(sim_kernels);
+    let compute = Compute::of(driver, registered);
     let used = match agents_to_use(driver, choice.kind, plan, args.iterations) {
         Ok(used) => used,
         Err(e) => {
@@ -286,13 +286,13 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let tune = choice.kind == DriverKind::Kfd;
     let mut controls = latency_controls(used.len(), tune);
     let (result, mut problems) =
-        run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
+        run_loop(driver, used.iter().map(|a| a.id).collect(), args, compute, tune);
     if let Err(e) = driver.shutdown() {
         problems.push(format!("shutting the `{}` driver down: {e}", choice.kind));
     }
     problems.extend(shutdown_all(&registry));
     let never = armed.never_fired(&probe);
-    let (latencies, verified, elapsed, rt) = match result {
+    let (latencies, verified, elapsed, rt, computed_by) = match result {
         Ok(r) => r,
         Err(e) => {
             let mut msg = e;
@@ -313,11 +313,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         verified,
         gpus: used.len(),
         agents: used.iter().map(|a| format!("node {} {}", a.id.node, a.name)).collect(),
-        compute: if kernels.is_some() {
-            "registered kernel"
-        } else {
-            "barrier (no code object loader)"
-        },
+        compute: computed_by,
         latency_ns: LatencyNs {
             p50: latencies.percentile(50.0),
             p99: latencies.percentile(99.0),
@@ -349,7 +345,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
 }
 
-type LoopResult = (Histogram, bool, Duration, Vec<String>);
+/// Latencies, whether every result checked out, the elapsed time, latency-control notes, and
+/// what computed (each agent's, distinct ones joined).
+type LoopResult = (Histogram, bool, Duration, Vec<String>, String);
 /// One agent's latencies, whether its results checked out, and a latency-control note.
 type AgentOutcome = (Histogram, bool, Option<String>);
 
@@ -359,12 +357,12 @@ fn run_loop(
     driver: &dyn Driver,
     agents: Vec<AgentId>,
     args: &RunArgs,
-    kernels: Option<Kernels>,
+    compute: Compute,
     tune: bool,
 ) -> (Result<LoopResult, String>, Vec<String>) {
     let mut pipelines = Vec::with_capacity(agents.len());
     for a in &agents {
-        match Pipeline::new(driver, *a, args.block, kernels) {
+        match Pipeline::new(driver, *a, args.block, compute) {
             Ok(p) => pipelines.push(p),
             Err(e) => {
                 let released = pipelines.into_iter().flat_map(Pipeline::release).collect();
@@ -434,6 +432,9 @@ fn run_loop(
             .collect()
     });
     let elapsed = start.elapsed();
+    let mut computed_by: Vec<&str> = pipelines.iter().map(Pipeline::compute).collect();
+    computed_by.dedup();
+    let computed_by = computed_by.join("; ");
     let released: Vec<String> = pipelines.into_iter().flat_map(Pipeline::release).collect();
     let mut all = Histogram::new();
     let mut verified = true;
@@ -448,7 +449,7 @@ fn run_loop(
         rt.extend(note);
     }
     rt.dedup();
-    (Ok((all, verified, elapsed, rt)), released)
+    (Ok((all, verified, elapsed, rt, computed_by)), released)
 }
 
 fn print_report(r: &Report) -> Result<(), Failure> {
