@@ -4,6 +4,7 @@
 #[cfg(feature = "capi-bench")]
 mod capi;
 mod event;
+mod kernels;
 mod memory;
 mod queue;
 mod stats;
@@ -26,6 +27,9 @@ pub(crate) enum Group {
     Memory,
     /// AQL submission vs bare stores, dispatch latency and SDMA copies on the simulator.
     Queue,
+    /// Code-object load time for each object `hsakmt` carries; the simulator's ISA
+    /// interpreter on the compute kernel (lane-instructions per second).
+    Kernels,
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
@@ -123,7 +127,8 @@ impl Row {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
     let groups = if args.groups.is_empty() {
-        let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue];
+        let mut all =
+            vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Kernels];
         if cfg!(feature = "capi-bench") {
             all.push(Group::Capi);
         }
@@ -137,6 +142,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
             Group::Topology => rows.extend(topology::run(args.scale)?),
             Group::Memory => rows.extend(memory::run(args.scale)?),
             Group::Queue => rows.extend(queue::run(args.scale)?),
+            Group::Kernels => rows.extend(kernels::run(args.scale)?),
             Group::Event => rows.extend(event::run(args.scale)?),
             #[cfg(feature = "capi-bench")]
             Group::Capi => rows.extend(capi::run(args.scale)?),

@@ -40,7 +40,7 @@ pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
     measure(scale)
 }
 
-fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, u32), String> {
+pub(super) fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, u32), String> {
     let kfd = boxed_kfd(SimPlatform::builder().cp_mode(mode).build(), DEFAULT_MEMORY_OBJECTS);
     kfd.open().map_err(|e| e.to_string())?;
     let node = kfd
@@ -53,7 +53,7 @@ fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, u32), Strin
 }
 
 /// Non-paged system memory on a CPU node, mapped on every GPU, with its CPU view.
-fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, String> {
+pub(super) fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, String> {
     let cpu = kfd
         .with_topology(|t| {
             t.nodes().find(|n| n.node().kind() == NodeKind::Cpu).and_then(|n| n.node().user_id())
@@ -67,7 +67,7 @@ fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, 
     a.mapping.ok_or_else(|| "host memory without a CPU view".to_string())
 }
 
-fn aql(
+pub(super) fn aql(
     kfd: &Kfd<SimPlatform, BoxedMemory>,
     node: u32,
     slots: u64,
