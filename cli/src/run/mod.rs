@@ -286,7 +286,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let tune = choice.kind == DriverKind::Kfd;
     let mut controls = latency_controls(used.len(), tune);
     let (result, mut problems) =
-        run_loop(driver, used.iter().map(|a| a.id).collect(), args, compute, tune);
+        run_loop(driver, used.iter().map(|a| a.id).collect(), args, compute, tune, &|| {
+            (choice.kind == DriverKind::Sim).then(|| sim_queue_fault(&probe)).flatten()
+        });
     if let Err(e) = driver.shutdown() {
         problems.push(format!("shutting the `{}` driver down: {e}", choice.kind));
     }
@@ -345,6 +347,14 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
 }
 
+/// Why a simulated queue stopped, when one did: the exception and the wave's fault.
+fn sim_queue_fault(sim: &SimPlatform) -> Option<String> {
+    sim.queue_ids().into_iter().find_map(|q| sim.queue_fault(q)).map(|f| {
+        let wave = f.wave.map(|w| format!(": {w}")).unwrap_or_default();
+        format!("exception {} at packet {}{wave}", f.exception, f.packet)
+    })
+}
+
 /// Latencies, whether every result checked out, the elapsed time, latency-control notes, and
 /// what computed (each agent's, distinct ones joined).
 type LoopResult = (Histogram, bool, Duration, Vec<String>, String);
@@ -352,13 +362,15 @@ type LoopResult = (Histogram, bool, Duration, Vec<String>, String);
 type AgentOutcome = (Histogram, bool, Option<String>);
 
 /// Runs the loop on `agents`; returns its outcome and, apart, what failed while the pipelines
-/// were released (reported whether the loop succeeded or not).
+/// were released (reported whether the loop succeeded or not). `fault` says why a queue
+/// stopped, when the platform knows (asked before the queues are destroyed).
 fn run_loop(
     driver: &dyn Driver,
     agents: Vec<AgentId>,
     args: &RunArgs,
     compute: Compute,
     tune: bool,
+    fault: &dyn Fn() -> Option<String>,
 ) -> (Result<LoopResult, String>, Vec<String>) {
     let mut pipelines = Vec::with_capacity(agents.len());
     for a in &agents {
@@ -432,6 +444,7 @@ fn run_loop(
             .collect()
     });
     let elapsed = start.elapsed();
+    let why = outcomes.iter().any(Result::is_err).then(fault).flatten();
     let mut computed_by: Vec<&str> = pipelines.iter().map(Pipeline::compute).collect();
     computed_by.dedup();
     let computed_by = computed_by.join("; ");
@@ -442,7 +455,12 @@ fn run_loop(
     for o in outcomes {
         let (lat, ok, note) = match o {
             Ok(o) => o,
-            Err(e) => return (Err(e), released),
+            Err(mut e) => {
+                if let Some(why) = &why {
+                    e.push_str(&format!(" (the simulator: {why})"));
+                }
+                return (Err(e), released);
+            }
         };
         all.merge(&lat);
         verified &= ok;

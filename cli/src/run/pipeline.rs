@@ -4,6 +4,7 @@
 //! copied back, waited for and checked — without allocating.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use hsakmt_core::device::SignalCondition;
@@ -11,6 +12,7 @@ use hsakmt_core::driver::{
     AgentFeatures, AgentId, Buffer, Driver, DriverError, QueueId, QueueParams, RegionId,
     RegionKind, SignalId, Waited,
 };
+use hsakmt_core::error::ErrorKind;
 use hsakmt_core::platform::SharedMemory as _;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch, PacketWords};
 use hsakmt_sim::{KernelCtx, KernelFault};
@@ -19,6 +21,22 @@ use super::kernels::{AgentKernels, Compute};
 
 /// How long one iteration may take before the run fails.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one wait for an iteration sleeps before the queues are checked for an error.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// The first queue error the driver reported (a faulting kernel, a bad packet).
+static QUEUE_ERROR: Mutex<Option<(QueueId, ErrorKind)>> = Mutex::new(None);
+
+/// The queues' error callback: keeps the first error for the waiting loop.
+fn on_queue_error(queue: QueueId, kind: ErrorKind) {
+    let mut first = QUEUE_ERROR.lock().unwrap_or_else(PoisonError::into_inner);
+    first.get_or_insert((queue, kind));
+}
+
+/// The first queue error of the run, if there was one.
+pub(super) fn queue_error() -> Option<(QueueId, ErrorKind)> {
+    *QUEUE_ERROR.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The step the compute kernel performs on every word.
 pub(super) fn step(input: u32, seed: u32) -> u32 {
@@ -183,6 +201,7 @@ impl<'d> Pipeline<'d> {
         let params = QueueParams {
             packets: 256,
             private_segment_size: private.unwrap_or(0),
+            error_callback: Some(on_queue_error),
             ..QueueParams::default()
         };
         let queue = attempt!(d.create_queue(agent, &params).map_err(e("queue")));
@@ -312,13 +331,25 @@ impl<'d> Pipeline<'d> {
                 .map_err(e("copy back"))?;
             }
         }
-        let timeout = u64::try_from(ITERATION_TIMEOUT.as_nanos()).unwrap_or(u64::MAX);
-        match d.signal_wait(self.copied_out, SignalCondition::Eq(0), timeout).map_err(e("wait"))? {
-            Waited::Done(_) => {}
-            Waited::TimedOut => {
+        let slice = u64::try_from(WAIT_SLICE.as_nanos()).unwrap_or(u64::MAX);
+        let start = std::time::Instant::now();
+        loop {
+            let waited = d.signal_wait(self.copied_out, SignalCondition::Eq(0), slice);
+            match waited.map_err(e("wait"))? {
+                Waited::Done(_) => break,
+                Waited::TimedOut => {}
+            }
+            if let Some((q, kind)) = queue_error() {
+                return Err(format!(
+                    "iteration {n}: queue {} went into error ({kind:?}): the kernel faulted or a \
+                     packet was refused",
+                    q.index
+                ));
+            }
+            if start.elapsed() >= ITERATION_TIMEOUT {
                 return Err(format!(
                     "iteration {n}: the result did not arrive within {ITERATION_TIMEOUT:?} \
-                     (queue error or hung device)"
+                     (hung device)"
                 ));
             }
         }
