@@ -27,6 +27,8 @@ use spec::{ArgSpec, MAX_GRID_ITEMS, MAX_SIM_GRID_ITEMS, check_against, geometry}
 
 /// The largest code object file read, in bytes.
 const MAX_CODE_OBJECT_BYTES: u64 = 64 << 20;
+/// The largest kernel-argument segment laid out, in bytes (real kernels need a few hundred).
+const MAX_KERNARG_BYTES: u32 = 64 << 10;
 
 /// Arguments of `hsakmt dispatch`.
 #[derive(Debug, Args)]
@@ -107,12 +109,22 @@ pub(crate) fn run(args: &DispatchArgs) -> Result<(), Failure> {
     check_against(&kernel.metadata, &specs)?;
     // The geometry is checked for both limits now, and for the simulator's once it is chosen.
     let dispatch = geometry(&args.grid, &args.workgroup, MAX_GRID_ITEMS)?;
+    let kernarg_size = kernel.metadata.kernarg_segment_size;
+    if kernarg_size > MAX_KERNARG_BYTES {
+        return Err(format!(
+            "kernel {}: a kernel-argument segment of {kernarg_size} bytes, more than the {} KiB \
+             hsakmt dispatch lays out",
+            args.kernel,
+            MAX_KERNARG_BYTES >> 10
+        )
+        .into());
+    }
     // The kernel's own limits (work-group size, required sizes, uniform grids): a dry run.
     let values: Vec<_> = specs.iter().map(|s| s.value(0)).collect();
-    let mut scratch = vec![0u8; kernel.metadata.kernarg_segment_size as usize];
+    let mut dry_run = vec![0u8; kernarg_size as usize];
     hsakmt_core::code_object::kernarg::write_kernargs(
         &kernel.metadata,
-        &mut scratch,
+        &mut dry_run,
         &values,
         &dispatch,
     )
