@@ -61,7 +61,7 @@ pub(super) enum Launch {
     /// Registered with the driver, at this kernel object.
     Registered(u64),
     /// Loaded from a code object.
-    Loaded(LoadedKernel<'static>),
+    Loaded(Box<LoadedKernel<'static>>),
 }
 
 impl Launch {
@@ -181,11 +181,15 @@ impl AgentKernels {
                     k.describe = format!("barrier (no code object for {})", target.gfx);
                     return Ok(k);
                 };
-                k.step = Some(Launch::Loaded(k.load(d, agent, step, control::STEP)?));
+                k.step = Some(Launch::Loaded(Box::new(k.load(d, agent, step, control::STEP)?)));
                 if !dma {
                     let blit_object = object(KernelSet::Blit).ok_or("no blit code object")?;
-                    k.copy =
-                        Some(Launch::Loaded(k.load(d, agent, blit_object, blit::COPY_BYTES)?));
+                    k.copy = Some(Launch::Loaded(Box::new(k.load(
+                        d,
+                        agent,
+                        blit_object,
+                        blit::COPY_BYTES,
+                    )?)));
                 }
                 k.describe = format!("code object {}", processor.unwrap_or("?"));
             }

@@ -149,7 +149,8 @@ impl<'d> Pipeline<'d> {
         let mut held = Held::new(d);
         match Self::build(d, agent, block, kernels, &mut held) {
             Ok(p) => Ok(p),
-            Err((e, kernels)) => {
+            Err(failed) => {
+                let (e, kernels) = *failed;
                 held.release();
                 let _ = kernels.unload(d);
                 Err(e)
@@ -163,12 +164,12 @@ impl<'d> Pipeline<'d> {
         block: u32,
         kernels: AgentKernels,
         held: &mut Held<'d>,
-    ) -> Result<Self, (String, AgentKernels)> {
+    ) -> Result<Self, Box<(String, AgentKernels)>> {
         macro_rules! attempt {
             ($e:expr) => {
                 match $e {
                     Ok(v) => v,
-                    Err(e) => return Err((e, kernels)),
+                    Err(e) => return Err(Box::new((e, kernels))),
                 }
             };
         }
