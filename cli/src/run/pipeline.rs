@@ -455,3 +455,63 @@ impl<'d> Held<'d> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
+    use hsakmt_core::driver::{AgentKind, DriverId, DriverKind};
+    use hsakmt_linux::boxed_driver;
+    use hsakmt_sim::{Profile, SimPlatform, parse_file_path};
+
+    use crate::run::kernels::Registered;
+
+    /// A driver over `profile`, with node `no_sdma`'s DMA engines removed.
+    fn driver(profile: &str, no_sdma: Option<u32>) -> Box<dyn Driver> {
+        let mut p = Profile::embedded(profile).unwrap();
+        if let Some(node) = no_sdma {
+            let file = parse_file_path(&format!("nodes/{node}/properties")).unwrap();
+            let text = String::from_utf8(p.file(file).unwrap().to_vec()).unwrap();
+            let text: String = text
+                .lines()
+                .filter(|l| !l.starts_with("num_sdma"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            p.set_file(file, text.as_bytes());
+        }
+        let sim = SimPlatform::builder().profile(p).build();
+        let d = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+        d.init().unwrap();
+        d
+    }
+
+    fn gpu(d: &dyn Driver) -> AgentId {
+        let mut agents = (0..d.agent_count()).filter_map(|i| d.agent(i));
+        agents.find(|a| a.kind == AgentKind::Gpu).unwrap().id
+    }
+
+    #[test]
+    fn the_code_objects_compute_and_copy_with_or_without_dma_engines() {
+        // The Vega 10 capture predates num_sdma_engines: its GPU copies with the blit kernel.
+        for (profile, no_sdma, gfx, blits) in [
+            ("mi308x-8gpu-cpx", None, "gfx942", false),
+            ("mi308x-8gpu-cpx", Some(2), "gfx942", true),
+            ("mi25-vega10-rocm18", None, "gfx900", true),
+        ] {
+            let d = driver(profile, no_sdma);
+            let agent = gpu(&*d);
+            let unused = Registered { step: 0, copy: 0 };
+            // A block that is not a multiple of 16 bytes: the blit kernel's byte tail.
+            let block = 4096 + 12;
+            let p = Pipeline::new(&*d, agent, block, Compute::of(&*d, unused)).unwrap();
+            assert_eq!(p.compute(), format!("code object {gfx}"));
+            assert_eq!(p.blits.is_some(), blits, "{profile}");
+            let (mut input, mut output) = (vec![0u8; block as usize], vec![0u8; block as usize]);
+            for n in 0..3 {
+                assert_eq!(p.iterate(n, &mut input, &mut output), Ok(true), "{profile}");
+            }
+            assert!(p.release().is_empty());
+            d.shutdown().unwrap();
+        }
+    }
+}
