@@ -34,7 +34,7 @@ fn on_queue_error(queue: QueueId, kind: ErrorKind) {
 }
 
 /// The first queue error of the run, if there was one.
-pub(super) fn queue_error() -> Option<(QueueId, ErrorKind)> {
+fn queue_error() -> Option<(QueueId, ErrorKind)> {
     *QUEUE_ERROR.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
