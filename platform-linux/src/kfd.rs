@@ -48,6 +48,8 @@ unsafe impl rustix::ioctl::Ioctl for Raw {
         self.arg
     }
 
+    // SAFETY: the trait's contract (the ioctl succeeded, the pointer is `as_ptr`'s); nothing
+    // is read through it: the kernel updated the argument in place.
     unsafe fn output_from_ptr(_: IoctlOutput, _: *mut c_void) -> rustix::io::Result<()> {
         Ok(())
     }

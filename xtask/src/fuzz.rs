@@ -24,6 +24,7 @@ pub(crate) const TARGETS: &[&str] = &[
     "dmabuf_info",
     "aql",
     "sdma",
+    "queue_sizing",
     "code_object",
     "kernel_replies",
     "cp_pm4",
