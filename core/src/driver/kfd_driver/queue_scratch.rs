@@ -35,10 +35,10 @@ const DRAIN_POLL_NS: u64 = 100_000_000;
 
 /// A queue's scratch and LDS limits.
 pub(super) struct QueueScratch<M> {
-    /// The agent's scratch resources (`None`: the topology does not say).
-    pub(super) facts: Option<ScratchFacts>,
-    /// The scratch the queue holds.
-    pub(super) layout: Option<ScratchLayout>,
+    /// Private bytes per work-item the queue's scratch holds (0: none). The agent's scratch
+    /// facts are read from the topology when it grows, not kept per queue (the driver's queue
+    /// table stays small).
+    pub(super) lane_bytes: u32,
     /// Its memory.
     pub(super) memory: Option<Allocation<M>>,
     /// A thread is replacing the scratch; submissions wait.
@@ -82,8 +82,7 @@ impl<M> QueueScratch<M> {
                 "group segment size above the queue's limit (QueueParams::group_segment_size)",
             ));
         }
-        let held = self.layout.map_or(0, |l| l.lane_bytes);
-        Ok(if private > held { Admission::Grow(private) } else { Admission::Ready })
+        Ok(if private > self.lane_bytes { Admission::Grow(private) } else { Admission::Ready })
     }
 }
 
@@ -91,7 +90,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S>
 where
     Kfd<P, S>: Send + Sync,
 {
-    /// The scratch facts, LDS limit and descriptor of a new queue on GPU node `node`; writes
+    /// The LDS limit and descriptor of a new queue on GPU node `node`; writes
     /// the descriptor into the queue's `amd_queue_t` (`indices`) with no scratch.
     ///
     /// # Errors
@@ -143,7 +142,7 @@ where
         if let Some(f) = &facts {
             write_scratch(indices, f, None).map_err(broken)?;
         }
-        Ok(QueueScratch { facts, layout: None, memory: None, growing: false, group_limit })
+        Ok(QueueScratch { lane_bytes: 0, memory: None, growing: false, group_limit })
     }
 
     /// Allocates scratch for `layout` on GPU node `node` and points the queue's descriptor at
@@ -174,6 +173,14 @@ where
         }
     }
 
+    /// GPU node `node`'s scratch resources, from the topology.
+    fn scratch_facts(&self, node: u32) -> Result<ScratchFacts, DriverError> {
+        let facts = self.kfd.with_topology(|t| {
+            t.node_by_user_id(node).and_then(|v| ScratchFacts::from_node(v.node()))
+        })?;
+        Ok(facts.ok_or(ScratchError::UnknownSlots)?)
+    }
+
     /// Gives a new queue scratch for `private_segment_size` bytes per work-item (none for 0).
     pub(super) fn initial_scratch(
         &self,
@@ -185,12 +192,12 @@ where
         if private_segment_size == 0 {
             return Ok(());
         }
-        let facts = scratch.facts.ok_or(ScratchError::UnknownSlots)?;
+        let facts = self.scratch_facts(node)?;
         let Some(layout) = ScratchLayout::for_private_segment(&facts, private_segment_size)? else {
             return Ok(());
         };
         scratch.memory = Some(self.install_scratch(node, indices, &facts, &layout)?);
-        scratch.layout = Some(layout);
+        scratch.lane_bytes = layout.lane_bytes;
         Ok(())
     }
 
@@ -198,19 +205,28 @@ where
     /// at once when another thread is growing it (the caller waits for that) or it has grown
     /// enough meanwhile.
     pub(super) fn grow_scratch(&self, queue: QueueId, private: u32) -> Result<(), DriverError> {
-        let (node, indices, facts, layout) = {
+        let node = {
+            let st = self.state.read();
+            let q = st.queues.get(queue.into()).ok_or(DriverError::InvalidHandle)?;
+            if q.scratch.growing || q.scratch.lane_bytes >= private {
+                return Ok(());
+            }
+            q.node
+        };
+        let facts = self.scratch_facts(node)?;
+        let Some(layout) = ScratchLayout::for_private_segment(&facts, private)? else {
+            return Ok(());
+        };
+        let indices = {
             let mut st = self.state.write();
             let q = st.queues.get_mut(queue.into()).ok_or(DriverError::InvalidHandle)?;
             let s = &mut q.scratch;
-            if s.growing || s.layout.is_some_and(|l| l.lane_bytes >= private) {
+            // Another thread may have started (or finished) growing it meanwhile.
+            if s.growing || s.lane_bytes >= private {
                 return Ok(());
             }
-            let facts = s.facts.ok_or(ScratchError::UnknownSlots)?;
-            let Some(layout) = ScratchLayout::for_private_segment(&facts, private)? else {
-                return Ok(());
-            };
             s.growing = true;
-            (q.node, q.producer.producer().cells().memory().indices.clone(), facts, layout)
+            q.producer.producer().cells().memory().indices.clone()
         };
         let grown =
             self.drain(queue).and_then(|()| self.install_scratch(node, &indices, &facts, &layout));
@@ -221,7 +237,7 @@ where
                     q.scratch.growing = false;
                     match grown {
                         Ok(memory) => {
-                            q.scratch.layout = Some(layout);
+                            q.scratch.lane_bytes = layout.lane_bytes;
                             q.scratch.memory.replace(memory)
                         }
                         Err(e) => return Err(e),
@@ -272,6 +288,6 @@ where
         if let Some(memory) = live.scratch.memory.take() {
             let _ = self.kfd.free(memory);
         }
-        live.scratch.layout = None;
+        live.scratch.lane_bytes = 0;
     }
 }
