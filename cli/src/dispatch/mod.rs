@@ -37,10 +37,10 @@ pub(crate) struct DispatchArgs {
     code_object: PathBuf,
     /// The kernel to run (its source name).
     kernel: String,
-    /// Grid size in work-items: X[,Y[,Z]].
+    /// Grid size in work-items: X, X,Y or X,Y,Z.
     #[arg(long, value_name = "X[,Y[,Z]]")]
     grid: String,
-    /// Work-group size: X[,Y[,Z]] (at most 1024 work-items).
+    /// Work-group size: X, X,Y or X,Y,Z (at most 1024 work-items).
     #[arg(long, value_name = "X[,Y[,Z]]")]
     workgroup: String,
     /// A kernel argument, one per explicit argument in order: u32:V, i32:V, u64:V, i64:V,
