@@ -393,19 +393,39 @@ impl KfdModel {
     }
 }
 
+std::thread_local! {
+    /// Heap allocations the simulated kernel made inside ioctls on this thread.
+    static IOCTL_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Heap allocations the simulated kernel has made inside the calling thread's ioctls, as
+/// counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the global allocator (0
+/// without one): what a program subtracts from its own thread's count to see the library's
+/// allocations apart from the simulated device's.
+#[must_use]
+pub fn thread_ioctl_allocations() -> u64 {
+    IOCTL_ALLOCATIONS.try_with(core::cell::Cell::get).unwrap_or(0)
+}
+
 impl KfdDevice for SimPlatform {
     type Mapping = SimMapping;
 
     fn open(&self) -> Result<(), OpenError> {
+        self.count_device_call();
         self.kfd.open()
     }
 
     fn close(&self) {
+        self.count_device_call();
         self.kfd.close();
     }
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
+        self.count_device_call();
+        let before = hsakmt_hostmem::thread_allocations();
         let r = self.kfd.ioctl(request);
+        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(before);
+        let _ = IOCTL_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
         if r == Err(Errno::EBADF)
             && let Some(cache) = &self.stale_pid
         {
@@ -416,6 +436,7 @@ impl KfdDevice for SimPlatform {
     }
 
     fn open_render_node(&self, minor: u32) -> Result<u32, Errno> {
+        self.count_device_call();
         if self.kfd.gpus.iter().any(|g| g.render_minor == minor) {
             Ok(RENDER_FD_BASE + minor)
         } else {
@@ -424,14 +445,17 @@ impl KfdDevice for SimPlatform {
     }
 
     fn close_fd(&self, fd: u32) {
+        self.count_device_call();
         lock(&self.kfd.memory).close_fd(fd);
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
+        self.count_device_call();
         hsakmt_hostmem::reserve(hint, size, align)
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
+        self.count_device_call();
         hsakmt_hostmem::release(addr, size)
     }
 
@@ -442,6 +466,7 @@ impl KfdDevice for SimPlatform {
         addr: Option<u64>,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
+        self.count_device_call();
         match offset {
             // The simulator hands out the page where it lives (a kernel would map the same
             // pages again), so it cannot honour a fixed address.
@@ -465,6 +490,7 @@ impl KfdDevice for SimPlatform {
         addr: u64,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
+        self.count_device_call();
         let gpu = render_fd
             .checked_sub(RENDER_FD_BASE)
             .and_then(|minor| self.kfd.gpus.iter().find(|g| g.render_minor == minor))
@@ -473,11 +499,17 @@ impl KfdDevice for SimPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
+        self.count_device_call();
         hsakmt_hostmem::map_anonymous(addr, size).map(SimMapping::new)
     }
 }
 
 impl SimPlatform {
+    /// Counts one call of a [`KfdDevice`] method ([`SimPlatform::device_calls`]).
+    fn count_device_call(&self) {
+        self.device_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// `kfd_doorbell_mmap`: the process's doorbell slice of the GPU the offset names — the
     /// doorbell buffer's pages when one was allocated, else pages of its own — whose writes
     /// wake the command processor.
