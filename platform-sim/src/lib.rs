@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod archive;
 mod fault;
 mod gpu;
 mod host;
@@ -51,7 +52,10 @@ pub use gpu::pm4::{
     PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
-pub use gpu::{CpMode, DEFAULT_DOORBELL_POLL, IsaCount, QueueFault, QueueState, thread_engine_ns};
+pub use gpu::{
+    CpMode, DEFAULT_DOORBELL_POLL, IsaCount, QueueFault, QueueState, thread_engine_allocations,
+    thread_engine_ns,
+};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };

@@ -7,6 +7,7 @@ mod capi;
 mod check;
 mod event;
 pub(crate) mod goal;
+mod kernels;
 mod memory;
 mod mixed;
 mod queue;
@@ -34,6 +35,8 @@ pub(crate) enum Group {
     /// AQL submission vs bare stores on plain memory, the driver layer's submit, dispatch
     /// latency and SDMA copies on the simulator.
     Queue,
+    /// Code-object load time for each object `hsakmt` carries.
+    Kernels,
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
@@ -199,6 +202,7 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
             Group::Topology => topology::run(scale)?,
             Group::Memory => memory::run(scale)?,
             Group::Queue => queue::run(scale)?,
+            Group::Kernels => kernels::run(scale)?,
             Group::Event => event::run(scale)?,
             Group::Run => run_step::run(scale)?,
             #[cfg(feature = "capi-bench")]
@@ -221,7 +225,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
         return Ok(submit::submit_only(path, args.packets)?);
     }
     let groups = if args.groups.is_empty() {
-        let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Run];
+        let mut all = vec![
+            Group::Topology,
+            Group::Memory,
+            Group::Event,
+            Group::Queue,
+            Group::Kernels,
+            Group::Run,
+        ];
         if cfg!(feature = "capi-bench") {
             all.push(Group::Capi);
         }

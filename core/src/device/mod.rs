@@ -18,6 +18,7 @@
 //!   [`TopologyCell`](crate::topology::TopologyCell) (`&'static mut Topology`).
 
 mod clock;
+pub mod code_object_manager;
 mod event_manager;
 mod handle_tables;
 pub mod memory_manager;

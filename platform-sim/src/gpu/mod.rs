@@ -77,6 +77,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 std::thread_local! {
     /// Nanoseconds the simulated engines ran on this thread (in `run_until_idle`).
     static ENGINE_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    /// Heap allocations the simulated engines made on this thread (in `run_until_idle`).
+    static ENGINE_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Heap allocations the simulated engines have made on the calling thread (see
+/// [`thread_engine_ns`]; counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the
+/// global allocator, 0 without one).
+#[must_use]
+pub fn thread_engine_allocations() -> u64 {
+    ENGINE_ALLOCATIONS.try_with(core::cell::Cell::get).unwrap_or(0)
 }
 
 /// Nanoseconds the simulated command processors and DMA engines have run on the calling
@@ -938,10 +948,12 @@ impl GpuModel {
     /// interpreter runs until it ends or blocks, or until the dispatches of this call ran
     /// [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
-        let began = Instant::now();
+        let (began, allocations) = (Instant::now(), hsakmt_hostmem::thread_allocations());
         let total = self.run_queues_until_idle();
         let ns = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(allocations);
         let _ = ENGINE_NS.try_with(|c| c.set(c.get().saturating_add(ns)));
+        let _ = ENGINE_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
         total
     }
 

@@ -50,11 +50,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use hsakmt_core::code_object::{AgentTarget, CodeObject};
 use hsakmt_core::device::SignalCondition;
 use hsakmt_core::driver::agent::{MAX_QUEUE_PACKETS, MIN_QUEUE_PACKETS};
 use hsakmt_core::driver::{
-    AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, ClockCounters, Driver,
-    DriverError, DriverId, DriverKind, EventId, QueueId, QueueParams, RegionId, RegionInfo,
+    AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, ClockCounters, CodeImage,
+    Driver, DriverError, DriverId, DriverKind, EventId, QueueId, QueueParams, RegionId, RegionInfo,
     RegionKind, Regions, SignalId, SystemInfo, Waited,
 };
 use hsakmt_core::error::ErrorKind;
@@ -541,6 +542,18 @@ impl Driver for HostDriver {
 
     fn free(&self, addr: u64) -> Result<(), DriverError> {
         self.ready_mut()?.buffers.free(&self.vm, addr)
+    }
+
+    fn agent_target(&self, _agent: AgentId) -> Result<AgentTarget, DriverError> {
+        Err(DriverError::NotSupported("code objects (CPU agents run registered host kernels)"))
+    }
+
+    fn load_code_object(
+        &self,
+        _object: &CodeObject<'_>,
+        _agents: &[AgentId],
+    ) -> Result<CodeImage, DriverError> {
+        Err(DriverError::NotSupported("code objects (CPU agents run registered host kernels)"))
     }
 
     fn write(&self, addr: u64, src: &[u8]) -> Result<(), DriverError> {

@@ -437,7 +437,8 @@ std::thread_local! {
     static IOCTL_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
 }
 
-/// Heap allocations the simulated kernel has made inside the calling thread's ioctls, as
+/// Heap allocations the simulated kernel has made inside the calling thread's ioctls (the
+/// simulated engines' work that runs inside a wait in the on-wait mode left out), as
 /// counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the global allocator (0
 /// without one): what a program subtracts from its own thread's count to see the library's
 /// allocations apart from the simulated device's.
@@ -461,9 +462,13 @@ impl KfdDevice for SimPlatform {
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         self.count_device_call();
+        // The kernel's own: the engines' work run inside the call (on-wait mode) is not.
+        let engines = crate::gpu::thread_engine_allocations();
         let before = hsakmt_hostmem::thread_allocations();
         let r = self.kfd.ioctl(request);
-        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(before);
+        let made = hsakmt_hostmem::thread_allocations()
+            .wrapping_sub(before)
+            .wrapping_sub(crate::gpu::thread_engine_allocations().wrapping_sub(engines));
         let _ = IOCTL_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
         if r == Err(Errno::EBADF)
             && let Some(cache) = &self.stale_pid
