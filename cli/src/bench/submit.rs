@@ -92,17 +92,13 @@ impl Floor {
     fn put(&self, index: u64, p: &PacketWords) {
         let m = self.cells.memory();
         let slot = (index & self.mask) as usize;
-        let (d, q) = (m.ring.u32s(), m.ring.u64s());
-        if let Some(w) = d.get(slot * 16 + 1) {
-            w.store(p.dw[1], Ordering::Relaxed);
-        }
-        if let Some(ws) = q.get(slot * 8 + 1..slot * 8 + 8) {
-            for (w, v) in ws.iter().zip(p.qw.iter()) {
+        let (d, q) = (m.ring.u32s().as_chunks::<16>().0, m.ring.u64s().as_chunks::<8>().0);
+        if let (Some([header, dw1, ..]), Some([_, body @ ..])) = (d.get(slot), q.get(slot)) {
+            dw1.store(p.dw[1], Ordering::Relaxed);
+            for (w, v) in body.iter().zip(p.qw.iter()) {
                 w.store(*v, Ordering::Relaxed);
             }
-        }
-        if let Some(h) = d.get(slot * 16) {
-            h.store(p.dw[0], Ordering::Release);
+            header.store(p.dw[0], Ordering::Release);
         }
         // The doorbell store itself is the minimum a real GPU needs (ROCr's too): a release
         // fence, `sfence`, one plain store; `hsakmt-linux` makes exactly that.

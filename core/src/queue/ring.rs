@@ -188,6 +188,15 @@ pub trait AqlRingCells {
     fn store_header(&self, slot: usize, word: u32, order: Ordering);
     /// Loads a slot's header word `dw[0]`.
     fn load_header(&self, slot: usize, order: Ordering) -> u32;
+    /// Writes a whole packet into a slot — `dw[1]` and `qw[0..7]` with relaxed stores, then
+    /// the header word `dw[0]` with one release store (the publish). The default makes the
+    /// two calls [`AqlRingCells::store_body`] and [`AqlRingCells::store_header`]; memory-backed
+    /// cells find the slot once for both.
+    #[inline]
+    fn write_packet(&self, slot: usize, packet: &PacketWords) {
+        self.store_body(slot, packet);
+        self.store_header(slot, packet.dw[0], Ordering::Release);
+    }
     /// Rings the doorbell with `value` (the index of the last published packet), ordered after
     /// every earlier store of this thread.
     fn ring_doorbell(&self, value: u64);
@@ -236,14 +245,6 @@ impl<M: Clone> Clone for SharedAqlCells<M> {
             read_word: self.read_word,
         }
     }
-}
-
-/// Index of word `word` of slot `slot` in a ring of `per_slot`-word packets. Saturating:
-/// `slot` is below the slot count validated against the ring's length, so the index never
-/// nears `usize::MAX`; were it to, it would stay out of range, where `get` misses.
-#[inline]
-const fn cell(slot: usize, per_slot: usize, word: usize) -> usize {
-    slot.saturating_mul(per_slot).saturating_add(word)
 }
 
 impl<M: SharedMemory> SharedAqlCells<M> {
@@ -303,9 +304,27 @@ impl<M: SharedMemory> SharedAqlCells<M> {
         self.mem.indices.u64s().get(self.read_word)
     }
 
+    /// Slot `slot` as 16 `u32` words and as 8 `u64` words: one bounds check per view, both
+    /// views (the mapping's address and length) loaded before any store is made through them.
+    #[inline]
+    fn slot_words(&self, slot: usize) -> Option<(&[AtomicU32; 16], &[AtomicU64; 8])> {
+        let (dwords, qwords) = (self.mem.ring.u32s(), self.mem.ring.u64s());
+        Some((dwords.as_chunks::<16>().0.get(slot)?, qwords.as_chunks::<8>().0.get(slot)?))
+    }
+
     #[inline]
     fn header_cell(&self, slot: usize) -> Option<&AtomicU32> {
-        self.mem.ring.u32s().get(cell(slot, 16, 0))
+        self.mem.ring.u32s().as_chunks::<16>().0.get(slot).map(|[header, ..]| header)
+    }
+
+    /// Stores `dw[1]` and `qw[0..7]` of `packet` into a slot's words (relaxed).
+    #[inline]
+    fn store_body_words(dwords: &[AtomicU32; 16], qwords: &[AtomicU64; 8], packet: &PacketWords) {
+        let ([_, dw1, ..], [_, body @ ..]) = (dwords, qwords);
+        dw1.store(packet.dw[1], Ordering::Relaxed);
+        for (cell, v) in body.iter().zip(packet.qw.iter()) {
+            cell.store(*v, Ordering::Relaxed);
+        }
     }
 }
 
@@ -362,30 +381,35 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_body(&self, slot: usize, packet: &PacketWords) {
+        let words = self.slot_words(slot);
         // PANIC: debug builds only: producers pass `index & (slots - 1)`, and `new` checked the
         // ring holds `slots` packets (release builds would store nothing, never out of bounds).
-        debug_assert!((slot as u64) < self.slots, "slot {slot} outside the ring");
-        if let Some(d1) = self.mem.ring.u32s().get(cell(slot, 16, 1)) {
-            d1.store(packet.dw[1], Ordering::Relaxed);
-        }
-        if let Some(q) = self.mem.ring.u64s().get(cell(slot, 8, 1)..cell(slot, 8, 8)) {
-            for (cell, v) in q.iter().zip(packet.qw.iter()) {
-                cell.store(*v, Ordering::Relaxed);
-            }
+        debug_assert!(words.is_some(), "slot {slot} outside the ring");
+        if let Some((dwords, qwords)) = words {
+            Self::store_body_words(dwords, qwords, packet);
         }
     }
     #[inline]
     fn load_body(&self, slot: usize) -> PacketWords {
         let mut p = PacketWords::default();
-        if let Some(d1) = self.mem.ring.u32s().get(cell(slot, 16, 1)) {
-            p.dw[1] = d1.load(Ordering::Relaxed);
-        }
-        if let Some(q) = self.mem.ring.u64s().get(cell(slot, 8, 1)..cell(slot, 8, 8)) {
-            for (v, cell) in p.qw.iter_mut().zip(q.iter()) {
+        if let Some(([_, dw1, ..], [_, body @ ..])) = self.slot_words(slot) {
+            p.dw[1] = dw1.load(Ordering::Relaxed);
+            for (v, cell) in p.qw.iter_mut().zip(body.iter()) {
                 *v = cell.load(Ordering::Relaxed);
             }
         }
         p
+    }
+    #[inline]
+    fn write_packet(&self, slot: usize, packet: &PacketWords) {
+        let words = self.slot_words(slot);
+        // PANIC: as in `store_body`.
+        debug_assert!(words.is_some(), "slot {slot} outside the ring");
+        if let Some((dwords, qwords)) = words {
+            Self::store_body_words(dwords, qwords, packet);
+            let [header, ..] = dwords;
+            header.store(packet.dw[0], Ordering::Release);
+        }
     }
     #[inline]
     fn store_header(&self, slot: usize, word: u32, order: Ordering) {
@@ -564,14 +588,19 @@ impl<C: AqlRingCells> AqlProducer<C> {
         self.cells.store_header((index & self.mask) as usize, packet.dw[0], Ordering::Release);
     }
 
+    /// Writes `packet`'s body and publishes its header.
+    #[inline]
+    fn write_packet(&self, index: u64, packet: &PacketWords) {
+        self.cells.write_packet((index & self.mask) as usize, packet);
+    }
+
     /// Reserves one slot (waiting for space), writes `packet`, publishes it and rings the
     /// doorbell. Returns the packet's index.
     #[inline]
     pub fn submit(&self, packet: &PacketWords, relax: impl FnMut()) -> u64 {
         let index = self.cells.fetch_add_write_index(1, Ordering::AcqRel);
         self.wait_for_room(index.wrapping_add(1), relax);
-        self.write_body(index, packet);
-        self.publish(index, packet);
+        self.write_packet(index, packet);
         self.cells.ring_doorbell(index);
         index
     }
@@ -669,8 +698,7 @@ impl<C: AqlRingCells> Reservation<'_, C> {
             return Err(RingError::ReservationExhausted);
         }
         let index = self.first.wrapping_add(self.written);
-        self.producer.write_body(index, packet);
-        self.producer.publish(index, packet);
+        self.producer.write_packet(index, packet);
         self.written = self.written.saturating_add(1);
         Ok(index)
     }
@@ -702,8 +730,7 @@ impl<C: AqlRingCells> Reservation<'_, C> {
             self.finished = true;
             while self.written < self.len {
                 let index = self.first.wrapping_add(self.written);
-                self.producer.write_body(index, &NOP_PACKET);
-                self.producer.publish(index, &NOP_PACKET);
+                self.producer.write_packet(index, &NOP_PACKET);
                 self.written = self.written.saturating_add(1);
             }
             self.producer.cells.ring_doorbell(last);
@@ -778,6 +805,17 @@ impl<C: AqlRingCells> SingleProducer<C> {
         end.wrapping_sub(self.read_cache) <= self.slots
     }
 
+    /// Reserves, writes and publishes one packet (room checked) and rings the doorbell.
+    #[inline]
+    fn put_one(&mut self, packet: &PacketWords) -> u64 {
+        let index = self.next;
+        self.next = index.wrapping_add(1);
+        self.cells.store_write_index(self.next, Ordering::Release);
+        self.cells.write_packet((index & self.mask) as usize, packet);
+        self.cells.ring_doorbell(index);
+        index
+    }
+
     #[inline]
     fn put(&mut self, packets: &[PacketWords]) -> u64 {
         let first = self.next;
@@ -803,7 +841,7 @@ impl<C: AqlRingCells> SingleProducer<C> {
         while !self.has_room(1) {
             relax();
         }
-        self.put(core::slice::from_ref(packet))
+        self.put_one(packet)
     }
 
     /// As [`SingleProducer::submit`], but fails instead of waiting.
@@ -815,7 +853,7 @@ impl<C: AqlRingCells> SingleProducer<C> {
         if !self.has_room(1) {
             return Err(RingError::Full);
         }
-        Ok(self.put(core::slice::from_ref(packet)))
+        Ok(self.put_one(packet))
     }
 
     /// Writes all bodies, publishes all headers in order and rings the doorbell once, waiting
