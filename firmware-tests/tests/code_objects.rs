@@ -18,7 +18,7 @@ use hsakmt_core::queue::amd_queue::{
     COMPUTE_TMPRING_SIZE_OFFSET, READ_DISPATCH_ID_FIELD_BASE_BYTE_OFFSET_OFFSET,
     SCRATCH_BACKING_MEMORY_LOCATION_OFFSET, SCRATCH_WAVE64_LANE_BYTE_SIZE_OFFSET,
 };
-use hsakmt_core::queue::aql::AqlPacket;
+use hsakmt_core::queue::aql::{AqlPacket, PacketWords};
 use hsakmt_core::queue::scratch::ScratchError;
 use hsakmt_kernels::{KernelSet, control, find, test};
 use hsakmt_sim::SimPlatform;
@@ -75,6 +75,19 @@ fn run(
     args: &[ArgValue<'_>],
     dispatch: &Dispatch,
 ) -> Result<(), DriverError> {
+    run_with(d, agent, exe, kernel, args, dispatch, &mut |w| d.submit(queue, &[*w]))
+}
+
+/// As [`run`], the packet published by `submit`.
+fn run_with(
+    d: &dyn Driver,
+    agent: AgentId,
+    exe: &Executable<'_>,
+    kernel: &str,
+    args: &[ArgValue<'_>],
+    dispatch: &Dispatch,
+    submit: &mut dyn FnMut(&PacketWords) -> Result<u64, DriverError>,
+) -> Result<(), DriverError> {
     let k = exe.kernel(kernel)?;
     let cpu = d.nearest_cpu(agent).unwrap();
     let kernarg = d.allocate(region(d, cpu, &[RegionKind::Kernarg]), 4096)?;
@@ -84,7 +97,7 @@ fn run(
     let done = d.create_signal(1)?;
     let packet = k.packet(dispatch, kernarg.addr, done.0)?;
     let words = AqlPacket::KernelDispatch(packet).to_words().unwrap();
-    let submitted = d.submit(queue, &[words]);
+    let submitted = submit(&words);
     let waited = submitted.and_then(|_| d.signal_wait(done, SignalCondition::Eq(0), 60 * SECOND));
     d.destroy_signal(done)?;
     d.free(kernarg.addr)?;
@@ -167,6 +180,58 @@ fn scratch_is_grown_for_a_kernel_with_a_private_segment() {
         exe.unload(&*d).unwrap();
         d.shutdown().unwrap();
     }
+}
+
+#[test]
+fn a_queue_submitter_publishes_without_the_lock_and_grows_scratch_through_the_driver() {
+    let (profile, gfx) = TARGETS[0];
+    let (d, agent) = gpu(profile);
+    let exe = Executable::load(&*d, find(KernelSet::Test, gfx).unwrap().bytes, &[agent]);
+    let exe = exe.unwrap();
+    let q = d.create_queue(agent, &QueueParams { packets: 64, ..QueueParams::default() });
+    let q = q.unwrap();
+    let mut submitter = d.submitter(q).unwrap();
+    assert_eq!(submitter.queue(), q);
+    // The queue cannot be destroyed under a live submitter, and stays usable.
+    assert!(d.destroy_queue(q).is_err());
+    let n = 300u32;
+    let input: Vec<u32> = (0..n).map(|i| i * 31 + 5).collect();
+    let (src, dst) = (words(&*d, agent, &input), words(&*d, agent, &vec![0; n as usize]));
+    let args = [ArgValue::Pointer(src.addr), ArgValue::Pointer(dst.addr), ArgValue::U32(n)];
+    // The queue has no scratch: the submitter's dispatch grows it through the driver.
+    assert_eq!(amd_queue_u32(&d, q, SCRATCH_WAVE64_LANE_BYTE_SIZE_OFFSET), 0);
+    for _ in 0..2 {
+        let mut submit = |w: &PacketWords| submitter.submit(w);
+        run_with(
+            &*d,
+            agent,
+            &exe,
+            test::PRIVATE_ARRAY,
+            &args,
+            &Dispatch::linear(n, 64),
+            &mut submit,
+        )
+        .unwrap();
+        let a = |v: u32, j: u32| v.wrapping_add(7 * j);
+        let out = read_words(&*d, &dst, n as usize);
+        for (i, (v, o)) in input.iter().zip(&out).enumerate() {
+            assert_eq!(*o, a(*v, v % 64).wrapping_add(a(*v, (v / 64) % 64)), "{profile}: {i}");
+        }
+        assert_eq!(amd_queue_u32(&d, q, SCRATCH_WAVE64_LANE_BYTE_SIZE_OFFSET), 272);
+    }
+    // A group segment above the queue's limit is refused before anything is published.
+    let k = exe.kernel(test::PRIVATE_ARRAY).unwrap();
+    let mut packet = k.packet(&Dispatch::linear(64, 64), 0, 0).unwrap();
+    packet.group_segment_size = u32::MAX;
+    let before = d.queue_indices(q).unwrap();
+    let e = submitter.submit(&AqlPacket::KernelDispatch(packet).to_words().unwrap());
+    assert!(matches!(e, Err(DriverError::InvalidArgument(_))), "{e:?}");
+    assert_eq!(d.queue_indices(q).unwrap(), before);
+    drop(submitter);
+    d.destroy_queue(q).unwrap();
+    assert_eq!(d.submitter(q).unwrap_err(), DriverError::InvalidHandle);
+    exe.unload(&*d).unwrap();
+    d.shutdown().unwrap();
 }
 
 #[test]

@@ -15,10 +15,11 @@
 //! - `queue.aql_submit.2p`: two threads submitting to one ring through the multi-producer
 //!   path, ns per packet (a round's wall time / packets), next to two threads doing the floor's
 //!   stores into disjoint halves of the floor's ring.
-//! - `queue.aql_submit.driver`: ns per packet through `Driver::submit` of `KfdDriver` over the
-//!   simulator (step mode, drained between rounds), next to the facade's multi-producer submit
-//!   on a queue of a second simulated device: the driver layer's own cost over the facade, both
-//!   paying the simulator's doorbell. Goal ratio ≤ 1.5.
+//! - `queue.aql_submit.driver`: ns per packet through the driver layer's submit path — the
+//!   `QueueSubmitter` `KfdDriver::submitter` hands out once per queue (no lock, no allocation,
+//!   no system call per packet) — over the simulator (step mode, drained between rounds), next
+//!   to the facade's multi-producer submit on a queue of a second simulated device: the driver
+//!   layer's own cost over the facade, both paying the simulator's doorbell. Goal ratio ≤ 1.5.
 //!
 //! Every row counts, over all its library rounds, the heap allocations made (the binary's
 //! counting global allocator) and — for the driver — the calls it made to the simulated
@@ -292,8 +293,9 @@ fn two_producers(
     (lib, refs, allocations.into_inner())
 }
 
-/// `Driver::submit` per packet on the simulator against the facade's multi-producer submit on
-/// a second simulated device.
+/// The driver layer's submit per packet — a [`QueueSubmitter`](hsakmt_core::driver::QueueSubmitter)
+/// the driver handed out once for the queue — on the simulator, against the facade's
+/// multi-producer submit on a second simulated device.
 fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
     let sim = SimPlatform::builder().cp_mode(CpMode::Step).build();
     let driver = boxed_driver(DriverKind::Sim, DriverId(0), sim.clone(), DEFAULT_MEMORY_OBJECTS);
@@ -307,14 +309,13 @@ fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
     let (kfd, node) = super::queue::open(CpMode::Step)?;
     let facade = super::queue::aql(&kfd, node, SLOTS)?;
     let (mut lib, mut refs) = (Samples::with_capacity(rounds), Samples::with_capacity(rounds));
+    let mut submitter = driver.submitter(queue).map_err(|e| e.to_string())?;
     let (mut allocations, mut device_calls) = (0, 0);
     for r in 0..rounds + WARM_ROUNDS {
         let before = sim.device_calls();
         let t = Instant::now();
-        counted(&mut allocations, || {
-            (0..ROUND).try_for_each(|_| driver.submit(queue, std::slice::from_ref(nop)).map(drop))
-        })
-        .map_err(|e| e.to_string())?;
+        counted(&mut allocations, || (0..ROUND).try_for_each(|_| submitter.submit(nop).map(drop)))
+            .map_err(|e| e.to_string())?;
         let a = per_packet(t, ROUND);
         device_calls += sim.device_calls().wrapping_sub(before);
         let t = Instant::now();
@@ -329,7 +330,7 @@ fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
             refs.push(b);
         }
     }
-    drop(facade);
+    drop((facade, submitter));
     driver.destroy_queue(queue).map_err(|e| e.to_string())?;
     driver.shutdown().map_err(|e| e.to_string())?;
     Ok(Row::latency("queue.aql_submit.driver", &lib)

@@ -29,7 +29,7 @@ pub use api::{
     agents, for_each_agent,
 };
 pub use executable::Executable;
-pub use kfd_driver::KfdDriver;
+pub use kfd_driver::{KfdDriver, QueueSubmitter};
 pub use policy::{Choice, DriverKind, DriverSummary, Policy, PolicyError, Reason, choose};
 pub use pool::{InlineSubAllocator, SubAllocator};
 pub use registry::{Detection, Registry};

@@ -19,6 +19,7 @@
 //! - `buffers`: memory by region, batches, mapping on agents, dma-buf import;
 //! - `code_objects`: the agents' targets and code objects loaded for them;
 //! - `submission`: AQL queues and the ring cache, queue errors, SDMA copies;
+//! - `submitter`: [`QueueSubmitter`], a queue's producer for submitting without the lock;
 //! - `queue_scratch`: each queue's `amd_queue_t` fields and scratch memory, grown on demand;
 //! - `signal_pool`: completion signals out of one page pool, each with its event;
 //! - `user_events`: the events the driver's user creates.
@@ -29,7 +30,10 @@ mod discovery;
 mod queue_scratch;
 mod signal_pool;
 mod submission;
+mod submitter;
 mod user_events;
+
+pub use submitter::QueueSubmitter;
 
 use core::fmt;
 

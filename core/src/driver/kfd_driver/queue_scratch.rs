@@ -8,10 +8,16 @@
 //! The packet processor reads the scratch fields when it launches a dispatch, so they change
 //! only with the queue idle, as ROCr changes them while the processor waits on the queue's
 //! inactive signal. The thread whose dispatch needs more scratch marks the queue growing
-//! (other threads' submissions to the queue wait), publishes a barrier-AND packet with the
-//! barrier bit and waits for its completion signal — every earlier packet has then completed
-//! — allocates the new memory, rewrites the fields, frees the old memory and lets submissions
-//! go on. A queue that goes into error meanwhile ends the wait with the queue's error.
+//! (other threads' submissions through [`Driver::submit`] wait) and publishes two adjacent
+//! barrier-AND packets with the barrier bit: the first completes once every earlier packet
+//! has; the second depends on a gate signal held at 1, so the packet processor stops there.
+//! Once the first has completed, the thread allocates the new memory, rewrites the fields,
+//! opens the gate, waits for the second packet's completion (so the gate and completion
+//! signals can be released), frees the old memory and lets submissions go on. A packet a
+//! [`QueueSubmitter`](super::QueueSubmitter) publishes meanwhile, without the lock, lands
+//! before the first barrier (and completes before the fields change) or after the second (and
+//! runs with the new fields). A queue that goes into error meanwhile ends the waits with the
+//! queue's error.
 //!
 //! Scratch lives in device memory (coarse-grained VRAM) of the queue's GPU, mapped on it only.
 //! ROCr carves it from a per-agent pool allocated with libhsakmt's scratch flag; from gfx9 on
@@ -19,19 +25,28 @@
 //! and any GPU mapping of the process serves.
 
 use crate::device::{Allocation, Kfd, MapNodes, MemoryStorage, SignalCondition};
-use crate::driver::{Driver, DriverError, KfdDriver, QueueId, Waited};
+use crate::driver::{Driver, DriverError, KfdDriver, QueueId, SignalId, Waited};
 use crate::memory::MemFlags;
 use crate::platform::Platform;
 use crate::queue::amd_queue::{
     HSA_QUEUE_TYPE_MULTI, HSA_QUEUE_TYPE_SINGLE, QueueDescriptor, write_scratch,
 };
 use crate::queue::aql::{AqlPacket, Barrier, PacketType, PacketWords};
+use crate::queue::ring::RingError;
 use crate::queue::scratch::{ScratchError, ScratchFacts, ScratchLayout};
 
 use super::submission::LiveQueue;
 
 /// How long one wait for the queue to drain sleeps before checking the queue for errors.
 const DRAIN_POLL_NS: u64 = 100_000_000;
+
+/// The signals of a growth's two barriers (module docs).
+struct Hold {
+    /// Completed by both barriers (starts at 2).
+    done: SignalId,
+    /// The second barrier's dependency, held at 1 until the descriptor is rewritten.
+    gate: SignalId,
+}
 
 /// A queue's scratch and LDS limits.
 pub(super) struct QueueScratch<M> {
@@ -228,59 +243,117 @@ where
             s.growing = true;
             q.producer.producer().cells().memory().indices.clone()
         };
-        let grown =
-            self.drain(queue).and_then(|()| self.install_scratch(node, &indices, &facts, &layout));
+        let (installed, released) = match self.hold_idle(queue) {
+            Ok(hold) => {
+                let installed = self.install_scratch(node, &indices, &facts, &layout);
+                (installed, self.release_hold(queue, hold, true))
+            }
+            Err(e) => (Err(e), Ok(())),
+        };
         let old = {
             let mut st = self.state.write();
             match st.queues.get_mut(queue.into()) {
                 Some(q) => {
                     q.scratch.growing = false;
-                    match grown {
-                        Ok(memory) => {
-                            q.scratch.lane_bytes = layout.lane_bytes;
-                            q.scratch.memory.replace(memory)
-                        }
-                        Err(e) => return Err(e),
-                    }
+                    // The descriptor points at the new memory once it is installed, whether
+                    // or not the queue went into error after.
+                    let memory = installed?;
+                    q.scratch.lane_bytes = layout.lane_bytes;
+                    q.scratch.memory.replace(memory)
                 }
                 // Destroyed meanwhile by another thread: nothing holds the new memory.
-                None => grown.ok(),
+                None => installed.ok(),
             }
         };
         if let Some(memory) = old {
             let _ = self.kfd.free(memory);
         }
-        Ok(())
+        released
     }
 
-    /// Publishes a barrier packet behind every earlier packet of `queue` and waits for its
-    /// completion: the queue is idle after.
-    fn drain(&self, queue: QueueId) -> Result<(), DriverError> {
-        let done = self.create_signal(1)?;
-        let mut barrier = Barrier::NOP;
-        barrier.flags.barrier = true;
-        barrier.completion_signal = done.0;
-        let words = AqlPacket::BarrierAnd(barrier)
-            .to_words()
-            .map_err(|_| DriverError::InvalidArgument("barrier packet"))?;
-        let waited = self.publish(queue, &words).and_then(|_| {
-            loop {
-                match self.signal_wait(done, SignalCondition::Eq(0), DRAIN_POLL_NS)? {
-                    Waited::Done(_) => break Ok(()),
-                    Waited::TimedOut => {
-                        let error = self.queue(queue, |q| q.error_signal)?;
-                        if self.signal_load(error)? != 0 {
-                            break Err(DriverError::Failed {
-                                kind: crate::error::ErrorKind::DeviceFault,
-                                what: "the queue went into error while its scratch grew",
-                            });
-                        }
+    /// Publishes the two barriers of a growth (module docs) and waits until the first has
+    /// completed: the queue is idle and the packet processor held at the second.
+    fn hold_idle(&self, queue: QueueId) -> Result<Hold, DriverError> {
+        let done = self.create_signal(2)?;
+        let gate = match self.create_signal(1) {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = self.destroy_signal(done);
+                return Err(e);
+            }
+        };
+        let hold = Hold { done, gate };
+        let mut idle = Barrier::NOP;
+        idle.flags.barrier = true;
+        idle.completion_signal = done.0;
+        let mut held = idle;
+        held.dep_signals[0] = gate.0;
+        let words = [AqlPacket::BarrierAnd(idle), AqlPacket::BarrierAnd(held)]
+            .map(|p| p.to_words().map_err(|_| DriverError::InvalidArgument("barrier packet")));
+        let published = match words {
+            [Ok(a), Ok(b)] => self.publish_adjacent(queue, &[a, b]),
+            [Err(e), _] | [_, Err(e)] => Err(e),
+        };
+        let idle = published.as_ref().map_err(Clone::clone).and_then(|()| {
+            self.wait_for(queue, done, 1, "the queue went into error while its scratch grew")
+        });
+        match idle {
+            Ok(()) => Ok(hold),
+            Err(e) => {
+                let _ = self.release_hold(queue, hold, published.is_ok());
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens the gate of a growth's second barrier; when the barriers were published, waits
+    /// for its completion; then releases both signals.
+    fn release_hold(&self, queue: QueueId, hold: Hold, published: bool) -> Result<(), DriverError> {
+        let opened = self.signal_store(hold.gate, 0);
+        let passed = if published && opened.is_ok() {
+            self.wait_for(queue, hold.done, 0, "the queue went into error after its scratch grew")
+        } else {
+            Ok(())
+        };
+        let _ = self.destroy_signal(hold.gate);
+        let _ = self.destroy_signal(hold.done);
+        opened.and(passed)
+    }
+
+    /// Publishes `packets` in adjacent slots (one reservation), spinning while the ring is
+    /// full.
+    fn publish_adjacent(&self, queue: QueueId, packets: &[PacketWords]) -> Result<(), DriverError> {
+        loop {
+            match self.queue(queue, |q| q.producer.producer().try_submit_batch(packets))? {
+                Ok(_) => return Ok(()),
+                Err(RingError::Full) => core::hint::spin_loop(),
+                Err(_) => return Err(DriverError::InvalidArgument("packet")),
+            }
+        }
+    }
+
+    /// Waits until `signal` is `value`, checking `queue` for errors between waits.
+    fn wait_for(
+        &self,
+        queue: QueueId,
+        signal: SignalId,
+        value: i64,
+        on_error: &'static str,
+    ) -> Result<(), DriverError> {
+        loop {
+            match self.signal_wait(signal, SignalCondition::Eq(value), DRAIN_POLL_NS)? {
+                Waited::Done(_) => return Ok(()),
+                Waited::TimedOut => {
+                    let error = self.queue(queue, |q| q.error_signal)?;
+                    if self.signal_load(error)? != 0 {
+                        return Err(DriverError::Failed {
+                            kind: crate::error::ErrorKind::DeviceFault,
+                            what: on_error,
+                        });
                     }
                 }
             }
-        });
-        let _ = self.destroy_signal(done);
-        waited
+        }
     }
 
     /// Frees a destroyed queue's scratch.

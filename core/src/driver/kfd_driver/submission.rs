@@ -218,18 +218,6 @@ where
         first.ok_or(DriverError::InvalidArgument("no packets"))
     }
 
-    /// Publishes one packet without checking it against the queue's scratch (the driver's
-    /// own packets), spinning while the ring is full.
-    pub(super) fn publish(&self, queue: QueueId, p: &PacketWords) -> Result<u64, DriverError> {
-        loop {
-            match self.queue(queue, |q| q.producer.try_submit(p))? {
-                Ok(i) => return Ok(i),
-                Err(RingError::Full) => core::hint::spin_loop(),
-                Err(_) => return Err(DriverError::InvalidArgument("packet")),
-            }
-        }
-    }
-
     /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]); a failure
     /// to release its error signal or ring once the queue is gone is returned too.
     pub(super) fn destroy_aql_queue(&self, queue: QueueId) -> Result<(), DriverError> {
