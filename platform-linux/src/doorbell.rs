@@ -40,17 +40,17 @@ use hsakmt_hostmem::HostMapping;
 use volatile::VolatilePtr;
 use volatile::access::WriteOnly;
 
-/// The doorbell word of `size_of::<T>()` bytes at byte `offset` of `page`, if it lies inside
-/// and is aligned to its size.
+/// The doorbell word at byte `offset` of a mapping viewed as `words`, if it lies inside and is
+/// aligned to its size: one alignment test and one bounds check, no arithmetic that can
+/// overflow, and a pointer that cannot be null.
 #[inline]
-fn cell<T>(page: &HostMapping, offset: usize) -> Option<NonNull<T>> {
-    let size = size_of::<T>();
-    let end = offset.checked_add(size)?;
-    if !offset.is_multiple_of(size) || end > page.len() {
+fn cell<W, T>(words: &[W], offset: usize) -> Option<NonNull<T>> {
+    const { assert!(size_of::<W>() == size_of::<T>()) };
+    let size = size_of::<W>();
+    if !offset.is_multiple_of(size) {
         return None;
     }
-    // `page.addr() + offset` cannot overflow: `[addr, addr + len)` is a live mapping.
-    NonNull::new((page.addr() as usize + offset) as *mut T)
+    words.get(offset / size).map(|w| NonNull::from(w).cast::<T>())
 }
 
 /// Orders every earlier store of this thread before the doorbell store, write-combined ones
@@ -69,14 +69,15 @@ fn publish_earlier_stores() {
 /// Rings the 64-bit doorbell at byte `offset` of `page` with `value`.
 #[inline]
 pub(crate) fn ring64(page: &HostMapping, offset: usize, value: u64) {
-    let cell = cell::<u64>(page, offset);
+    let cell = cell::<_, u64>(page.u64s(), offset);
     // PANIC: debug builds only; producers check the offset when they are built (module docs,
     // `# Invariants`), so a miss is a bug of the caller. Release builds store nothing.
     debug_assert!(cell.is_some(), "doorbell offset {offset} outside its {}-byte page", page.len());
     let Some(cell) = cell else { return };
     publish_earlier_stores();
-    // SAFETY: `cell` is an aligned 8-byte word inside `page`, which the borrow keeps mapped
-    // for the call, and the pointer lives for this one write. The doorbell page is device
+    // SAFETY: `cell` is an aligned 8-byte word inside `page` (an element of its `u64s()` view),
+    // which the borrow keeps mapped for the call, and the pointer lives for this one write; the
+    // word is an `AtomicU64`, whose bytes may be written through a shared reference. The doorbell page is device
     // memory outside any Rust allocation: nothing reads it, and a concurrent doorbell store of
     // another producer is an I/O access to the same register (the device keeps the last
     // value), not a data race on Rust memory.
@@ -86,7 +87,7 @@ pub(crate) fn ring64(page: &HostMapping, offset: usize, value: u64) {
 /// Rings the 32-bit doorbell at byte `offset` of `page` with `value`.
 #[inline]
 pub(crate) fn ring32(page: &HostMapping, offset: usize, value: u32) {
-    let cell = cell::<u32>(page, offset);
+    let cell = cell::<_, u32>(page.u32s(), offset);
     // PANIC: as in `ring64`.
     debug_assert!(cell.is_some(), "doorbell offset {offset} outside its {}-byte page", page.len());
     let Some(cell) = cell else { return };
