@@ -75,6 +75,44 @@ fn submit_writes_body_then_header_and_rings() {
     assert_eq!(AqlPacket::from_words(&w).unwrap().completion_signal(), 21);
 }
 
+/// Every word of test memory: its `u32` view (slot words 0–1 live there) and its `u64` view
+/// (words 1–7 of each slot), which `TestMem` keeps apart.
+fn ring_words(ring: &TestMem) -> (Vec<u32>, Vec<u64>) {
+    (
+        ring.u32s().iter().map(|w| w.load(Ordering::Relaxed)).collect(),
+        ring.u64s().iter().map(|w| w.load(Ordering::Relaxed)).collect(),
+    )
+}
+
+#[test]
+fn write_packet_fills_exactly_its_slot() {
+    let fill = |ring: &TestMem| {
+        ring.u32s().iter().for_each(|w| w.store(0xa5a5_a5a5, Ordering::Relaxed));
+        ring.u64s().iter().for_each(|w| w.store(0xa5a5_a5a5_a5a5_a5a5, Ordering::Relaxed));
+    };
+    let (c, ring, _db) = cells(4);
+    fill(&ring);
+    let w = tagged(9);
+    c.write_packet(2, &w);
+    let (d32, d64) = ring_words(&ring);
+    assert_eq!(d32[32..34], w.dw);
+    assert_eq!(d64[17..24], w.qw);
+    let untouched32 = d32[..32].iter().chain(&d32[34..]).all(|x| *x == 0xa5a5_a5a5);
+    let untouched64 = d64[..17].iter().chain(&d64[24..]).all(|x| *x == 0xa5a5_a5a5_a5a5_a5a5);
+    assert!(untouched32 && untouched64, "only slot 2's words are written");
+    // The same words as the two calls the trait's default makes.
+    let (d, ring2, _) = cells(4);
+    fill(&ring2);
+    d.store_body(2, &w);
+    d.store_header(2, w.dw[0], Ordering::Release);
+    assert_eq!(ring_words(&ring2), (d32.clone(), d64.clone()));
+    // A slot outside the ring stores nothing (release builds; debug builds assert).
+    if !cfg!(debug_assertions) {
+        c.write_packet(4, &w);
+        assert_eq!(ring_words(&ring), (d32, d64));
+    }
+}
+
 #[test]
 fn full_and_batches() {
     let (c, _ring, db) = cells(4);
