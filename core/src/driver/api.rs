@@ -523,7 +523,11 @@ pub trait Driver: Send + Sync {
     fn create_queue(&self, agent: AgentId, params: &QueueParams) -> Result<QueueId, DriverError>;
 
     /// Submits packets to a queue (body first, header published last, one doorbell); returns
-    /// the index of the first. Blocks while the ring is full.
+    /// the index of the first. Blocks while the ring is full. (A hot loop on a [`KfdDriver`]
+    /// takes a per-queue producer once instead, `KfdDriver::submitter`, which submits without
+    /// the driver's lock.)
+    ///
+    /// [`KfdDriver`]: crate::driver::KfdDriver
     ///
     /// # Errors
     /// [`DriverError::InvalidHandle`].

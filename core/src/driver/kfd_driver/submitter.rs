@@ -2,10 +2,12 @@
 //! with no lock, no allocation and no system call — the facade's multi-producer protocol
 //! ([`AqlQueue::submit`]) on the queue's own mappings.
 //!
-//! [`Driver::submit`] finds the queue by id under the driver's read lock for every packet;
+//! [`Driver::submit`](crate::driver::Driver::submit) finds the queue by id under the driver's
+//! read lock for every packet;
 //! a submitter resolves the id once, when it is made. The queue cannot be destroyed while a
 //! submitter of it lives: the facade counts its producer objects and refuses
-//! ([`Driver::destroy_queue`] then fails and the queue stays usable).
+//! ([`Driver::destroy_queue`](crate::driver::Driver::destroy_queue) then fails and the queue
+//! stays usable).
 //!
 //! Scratch: a kernel dispatch whose private or group segment does not fit what the queue held
 //! when the submitter was made (or last looked) takes the driver's path — admission under the
@@ -27,8 +29,12 @@ use super::queue_scratch::dispatch_segments;
 
 /// A producer of one AQL queue of a [`KfdDriver`], made by [`KfdDriver::submitter`].
 ///
-/// One per submitting thread (`submit` takes `&mut self`; make one for each thread). Dropping
-/// it lets the queue be destroyed again.
+/// One per submitting thread (`submit` takes `&mut self`; make one for each thread). While it
+/// lives its queue cannot be destroyed ([`Driver::destroy_queue`] and [`Driver::shutdown`]
+/// fail for that queue); dropping it lets the queue be destroyed again.
+///
+/// [`Driver::destroy_queue`]: crate::driver::Driver::destroy_queue
+/// [`Driver::shutdown`]: crate::driver::Driver::shutdown
 pub struct QueueSubmitter<'d, P: Platform, S: MemoryStorage<P::Mapping>> {
     driver: &'d KfdDriver<P, S>,
     id: QueueId,
