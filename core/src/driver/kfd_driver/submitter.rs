@@ -3,8 +3,7 @@
 //! ([`AqlQueue::submit`]) on the queue's own mappings.
 //!
 //! [`Driver::submit`](crate::driver::Driver::submit) finds the queue by id under the driver's
-//! read lock for every packet;
-//! a submitter resolves the id once, when it is made. The queue cannot be destroyed while a
+//! read lock for every packet; a submitter resolves the id once, when it is made. The queue cannot be destroyed while a
 //! submitter of it lives: the facade counts its producer objects and refuses
 //! ([`Driver::destroy_queue`](crate::driver::Driver::destroy_queue) then fails and the queue
 //! stays usable).
