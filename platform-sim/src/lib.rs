@@ -29,6 +29,12 @@
 
 pub mod archive;
 mod fault;
+
+/// Unit tests count heap allocations (paths that must allocate nothing in steady state).
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: hsakmt_hostmem::CountingAllocator = hsakmt_hostmem::CountingAllocator::new();
+
 mod gpu;
 mod host;
 pub mod isa;

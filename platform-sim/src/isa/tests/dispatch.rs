@@ -192,6 +192,46 @@ fn a_semaphore_nobody_posts_stalls_the_dispatch() {
 }
 
 #[test]
+fn a_restarted_dispatch_reuses_its_storage_and_allocates_nothing() {
+    // What a queue does: one Dispatch restarted for every packet. After the first dispatch
+    // grew the storage (two work-groups of four waves, LDS, decoded code), the next ones
+    // allocate nothing, and their results are right.
+    for t in targets() {
+        let mut mem = memory(BARRIER);
+        let mut dev = Device::default();
+        let mut code = CodeCache::new(t);
+        let l = launch(t, 2 << 1, &[DATA as u32, 0], [512, 1, 1], [256, 1, 1], 16);
+        let mut d = Dispatch::new(l.clone()).expect("launch");
+        for round in 0..4 {
+            for i in 0..256 {
+                mem.store_u32(DATA + 4 * i, 0).expect("data");
+            }
+            let before = hsakmt_hostmem::thread_allocations();
+            if round > 0 {
+                d.restart(l.clone()).expect("restart");
+            }
+            code.begin();
+            while d.run(&mut mem, &mut dev, &mut code, 1 << 16).expect("runs") != RunState::Done {}
+            let allocations = hsakmt_hostmem::thread_allocations() - before;
+            assert_eq!((d.stats.groups, d.stats.waves), (2, 8), "{} round {round}", t.name());
+            for i in 0..256 {
+                assert_eq!(word(&mem, DATA + 4 * i), 10, "{} round {round} item {i}", t.name());
+            }
+            if round > 0 {
+                assert_eq!(allocations, 0, "{} round {round}", t.name());
+            }
+        }
+        // A smaller launch in the same storage, then a failing one: the dispatch is empty.
+        d.restart(launch(t, 2 << 1, &[DATA as u32, 0], [256, 1, 1], [256, 1, 1], 16)).unwrap();
+        while d.run(&mut mem, &mut dev, &mut code, 1 << 16).expect("runs") != RunState::Done {}
+        assert_eq!((d.stats.groups, d.stats.waves), (1, 4));
+        let bad = launch(t, 0, &[], [0, 1, 1], [1, 1, 1], 0);
+        assert!(matches!(d.restart(bad).expect_err("empty grid").kind, FaultKind::Launch(_)));
+        assert!(d.is_done());
+    }
+}
+
+#[test]
 fn launch_errors() {
     let t = Target::Gfx942;
     let bad = |grid, wg| Dispatch::new(launch(t, 0, &[], grid, wg, 0)).expect_err("refused");
