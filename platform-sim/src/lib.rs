@@ -532,7 +532,7 @@ impl SimPlatform {
     /// # Errors
     /// `EFAULT` when the range is not inside one buffer mapped on that GPU (a GPU memory fault).
     pub fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Result<(SimMapping, u64), Errno> {
-        let (memory, offset) = kfd::lock(&self.kfd.memory).resolve(gpu_id, va, len)?;
+        let (memory, offset, _) = kfd::lock(&self.kfd.memory).resolve(gpu_id, va, len)?;
         Ok((SimMapping::new(memory), offset))
     }
 }

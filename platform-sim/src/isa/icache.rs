@@ -100,7 +100,7 @@ impl CodeCache {
         }
         // Read into the stack: checking a page that did not change allocates nothing.
         let mut bytes = [0u8; CODE_PAGE as usize];
-        mem.read(base, &mut bytes).ok()?;
+        mem.fetch(base, &mut bytes).ok()?;
         let words = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
         let k = match at {
             Some(k) => {
@@ -161,7 +161,7 @@ impl CodeCache {
         match &self.pages[k].slots[word] {
             Slot::Inst(i) => Ok(i),
             Slot::Bad(u) => Err(WaveFault::undecodable(*u).at(pc)),
-            Slot::Empty => Err(WaveFault::memory(MemFault { address: pc, write: false }).at(pc)),
+            Slot::Empty => Err(WaveFault::memory(MemFault::not_present(pc, false)).at(pc)),
         }
     }
 
@@ -170,15 +170,13 @@ impl CodeCache {
         let mut have = 0;
         for (k, slot) in w.iter_mut().enumerate() {
             let mut b = [0u8; 4];
-            match mem.read(pc.wrapping_add(4 * k as u64), &mut b) {
+            match mem.fetch(pc.wrapping_add(4 * k as u64), &mut b) {
                 Ok(()) => {
                     *slot = u32::from_le_bytes(b);
                     have += 1;
                 }
                 Err(_) if k > 0 => break,
-                Err(_) => {
-                    return Err(WaveFault::memory(MemFault { address: pc, write: false }).at(pc));
-                }
+                Err(f) => return Err(WaveFault::memory(MemFault { address: pc, ..f }).at(pc)),
             }
         }
         self.decoded += 1;

@@ -10,8 +10,9 @@ use hsakmt_core::event::{
 };
 
 use super::event::SimEvents;
-use crate::gpu::vm::GpuVm;
+use crate::gpu::vm::{GPU_PAGE, GpuVm};
 use crate::gpu::{EventHooks, QueueFault, RecordedEvents};
+use crate::isa::{FaultCause, MemFault};
 
 /// [`EventHooks`] over the events model.
 #[derive(Debug)]
@@ -59,13 +60,20 @@ impl EventHooks for CpEvents {
         let _ = self.events.set(event_id);
     }
 
-    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
-        self.record.memory_fault(gpu_id, address, write);
+    fn memory_fault(&self, gpu_id: u32, fault: MemFault) {
+        self.record.memory_fault(gpu_id, fault);
+        // As amdkfd's SoC15 fault interrupt: the faulting page's address (`page_addr <<
+        // PAGE_SHIFT`), the failure bit of the cause, precise.
+        let flags = match fault.cause {
+            FaultCause::NotPresent => FaultFlags::NOT_PRESENT,
+            FaultCause::ReadOnly => FaultFlags::READ_ONLY,
+            FaultCause::NoExecute => FaultFlags::NO_EXECUTE,
+        };
         let fault = MemoryFault {
             gpu_id,
             node: None,
-            address,
-            flags: FaultFlags::NOT_PRESENT,
+            address: fault.address & !(GPU_PAGE - 1),
+            flags,
             error: MemoryError::None,
             fatal: true,
         };

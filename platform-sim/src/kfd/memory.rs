@@ -575,8 +575,8 @@ impl Memory {
         Ok(memory)
     }
 
-    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it: the range must lie inside one
-    /// buffer mapped on that GPU. A doorbell or MMIO-remap buffer mapped on the GPU is its page:
+    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it, and the buffer's allocation
+    /// flags (its permissions): the range must lie inside one buffer mapped on that GPU. A doorbell or MMIO-remap buffer mapped on the GPU is its page:
     /// a GPU write to a doorbell lands where the processors' doorbell polls look (kfdtest's
     /// GPUDoorbellWrite rings a queue from another queue), one to the MMIO page's HDP flush
     /// register has nothing to flush in host memory (kfdtest's DeviceHdpFlush).
@@ -585,7 +585,7 @@ impl Memory {
         gpu_id: u32,
         va: u64,
         len: u64,
-    ) -> Result<(HostMapping, u64), Errno> {
+    ) -> Result<(HostMapping, u64, u32), Errno> {
         let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
         let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
@@ -595,7 +595,7 @@ impl Memory {
         let offset = va - start;
         if let Some(user) = bo.user_addr {
             if let Some(view) = &bo.user_view {
-                return Ok((view.clone(), offset));
+                return Ok((view.clone(), offset, bo.flags));
             }
             let size = usize::try_from(bo.size).map_err(|_| Errno::EFAULT)?;
             // User-pointer memory is the application's: registering it promises to keep it
@@ -604,9 +604,9 @@ impl Memory {
             // deregistration. Memory the GPU cannot reach is a fault.
             let view = HostMapping::registered(user, size).map_err(|_| Errno::EFAULT)?;
             bo.user_view = Some(view.clone());
-            return Ok((view, offset));
+            return Ok((view, offset, bo.flags));
         }
-        Ok((bo.backing()?.clone(), offset))
+        Ok((bo.backing()?.clone(), offset, bo.flags))
     }
 
     /// `SET_SCRATCH_BACKING_VA`.
