@@ -351,10 +351,16 @@ impl Dispatch {
             while k < self.resident.len() {
                 let g = &mut self.resident[k];
                 for w in &mut g.waves {
-                    if let WaveState::Gws(id) = w.state
-                        && dev.gws.get(id as usize).is_some_and(|v| *v > 0)
-                    {
-                        w.state = WaveState::Running;
+                    match w.state {
+                        WaveState::Gws(id) if dev.gws.get(id as usize).is_some_and(|v| *v > 0) => {
+                            w.state = WaveState::Running;
+                        }
+                        WaveState::GwsBarrier { id, round }
+                            if dev.gws_rounds.get(id as usize).is_some_and(|r| *r != round) =>
+                        {
+                            w.state = WaveState::Running;
+                        }
+                        _ => {}
                     }
                     if w.state != WaveState::Running {
                         continue;

@@ -44,6 +44,22 @@ const EARLY_END: &[u32] = &[
     0x260200FF, 0x000003FF, 0x20040286, 0x7E040502, 0xBF098202, 0xBF850004, 0xBF8A0000, 0x24060282,
     0xDC708000, 0x00000203, 0xBF810000,
 ];
+/// GWS_BARRIER (the same words on every target): each work-group (one wave, work-group id
+/// in s2) stores 1 at its slot, meets the others at GWS barrier 0 (`v0` = 3: four waves), then
+/// stores the sum of the four slots it loads after the barrier.
+/// ```text
+/// s_mov_b32 m0, 0; s_lshl_b32 s3, s2, 2; v_mov_b32 v1, 1; v_mov_b32 v2, s3
+/// global_store_dword v2, v1, s[0:1]; s_waitcnt vmcnt(0)
+/// v_mov_b32 v0, 3; ds_gws_barrier v0 offset:0 gds; s_waitcnt lgkmcnt(0)
+/// s_load_dwordx4 s[4:7], s[0:1], 0x0; s_waitcnt lgkmcnt(0)
+/// s_add_u32 s4, s4, s5; s_add_u32 s4, s4, s6; s_add_u32 s4, s4, s7; v_mov_b32 v1, s4
+/// global_store_dword v2, v1, s[0:1] offset:0x100; s_endpgm
+/// ```
+const GWS_BARRIER: &[u32] = &[
+    0xBEFC0080, 0x8E038202, 0x7E020281, 0x7E040203, 0xDC708000, 0x00000102, 0xBF8C0F70, 0x7E000283,
+    0xD93B0000, 0x00000000, 0xBF8CC07F, 0xC00A0100, 0x00000000, 0xBF8CC07F, 0x80040504, 0x80040604,
+    0x80040704, 0x7E020204, 0xDC708100, 0x00000102, 0xBF810000,
+];
 /// GWS (gfx90a).
 const GWS: &[u32] = &[
     0xBEFC0080, 0xBF068002, 0xBF840007, 0xD9390000, 0x00000000, 0xBE830081, 0xC04300C0, 0x00000000,
@@ -173,6 +189,31 @@ fn gws_semaphore_orders_work_groups() {
     run(l, &mut mem, &mut dev).expect("ends");
     assert_eq!((word(&mem, DATA), word(&mem, DATA + 4)), (1, 2));
     assert_eq!(dev.gws[0], 0, "posted once, taken once");
+}
+
+#[test]
+fn gws_barrier_holds_every_work_group_until_all_arrived() {
+    for t in targets() {
+        let mut mem = memory(GWS_BARRIER);
+        let mut dev = Device::default();
+        let l = launch(t, 2 << 1 | 1 << 7, &[DATA as u32, 0], [4, 1, 1], [1, 1, 1], 0);
+        run(l, &mut mem, &mut dev).unwrap_or_else(|f| panic!("{}: {f}", t.name()));
+        // Every work-group saw all four stores made before the barrier.
+        for g in 0..4 {
+            assert_eq!(word(&mem, DATA + 0x100 + 4 * g), 4, "{} group {g}", t.name());
+        }
+        assert_eq!((dev.gws_arrived[0], dev.gws_rounds[0]), (0, 1), "{}", t.name());
+    }
+    // Three of the four waves: the barrier never opens, the dispatch stalls.
+    let mut mem = memory(GWS_BARRIER);
+    let mut dev = Device::default();
+    let l = launch(Target::Gfx942, 2 << 1 | 1 << 7, &[DATA as u32, 0], [3, 1, 1], [1, 1, 1], 0);
+    let mut d = Dispatch::new(l).expect("launch");
+    let mut code = CodeCache::new(Target::Gfx942);
+    code.begin();
+    assert_eq!(d.run(&mut mem, &mut dev, &mut code, 1000), Ok(RunState::Running));
+    assert_eq!(d.run(&mut mem, &mut dev, &mut code, 1000), Ok(RunState::Stalled));
+    assert_eq!((dev.gws_arrived[0], word(&mem, DATA + 0x100)), (3, 0));
 }
 
 #[test]
