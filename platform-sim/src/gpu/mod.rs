@@ -60,7 +60,7 @@ use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
 use hsakmt_hostmem::HostMapping;
 
-use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
+use crate::isa::{MemFault, limits::IDLE_RUN_INSTRUCTIONS};
 use crate::mapping::DoorbellSink;
 use clock::GpuClock;
 use kernel::KernelRegistry;
@@ -215,9 +215,8 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     fn set_event(&self, event_id: u32) {
         self.signal_event(event_id);
     }
-    /// A GPU page fault (KFD raises the process's memory events): where, whether a write,
-    /// and why (not present, read-only, no-execute).
-    fn memory_fault(&self, gpu_id: u32, fault: crate::isa::MemFault);
+    /// A GPU page fault: where and why (KFD raises the process's memory events).
+    fn memory_fault(&self, gpu_id: u32, fault: MemFault);
     /// A queue went into error.
     fn queue_error(&self, fault: &QueueFault);
     /// The kernel could not preempt a hung queue on `gpu_id` and resets the GPU
@@ -654,11 +653,8 @@ impl SimQueue {
             }
         }
         if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
-            // The wave's fault says why; a registered kernel's fault is an access to nothing.
-            let m = wave
-                .and_then(|w| w.memory_fault())
-                .unwrap_or(crate::isa::MemFault::not_present(a, false));
-            cp.events.memory_fault(self.gpu_id, crate::isa::MemFault { address: a, ..m });
+            let m = wave.and_then(|w| w.memory_fault()).unwrap_or(MemFault::not_present(a, false));
+            cp.events.memory_fault(self.gpu_id, MemFault { address: a, ..m });
         }
         cp.events.queue_error(&fault);
         cp.progress.bump();
