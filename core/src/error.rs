@@ -208,6 +208,7 @@ errnos! {
     EOPNOTSUPP = 95, "operation not supported";
     EADDRINUSE = 98, "address already in use";
     ETIMEDOUT = 110, "connection timed out";
+    EALREADY = 114, "operation already in progress";
     ECANCELED = 125, "operation canceled";
     ERESTARTSYS = 512, "interrupted, restart (kernel-internal)";
 }
@@ -223,7 +224,9 @@ impl Errno {
                 ErrorKind::InvalidArgument
             }
             Self::ENOMEM | Self::ENOSPC => ErrorKind::OutOfResources,
-            Self::EBUSY | Self::EAGAIN | Self::EEXIST | Self::EADDRINUSE => ErrorKind::Busy,
+            Self::EBUSY | Self::EAGAIN | Self::EEXIST | Self::EADDRINUSE | Self::EALREADY => {
+                ErrorKind::Busy
+            }
             Self::ENOTTY | Self::ENOSYS | Self::EOPNOTSUPP => ErrorKind::NotSupported,
             Self::EBADF | Self::ESRCH => ErrorKind::NotOpened,
             Self::ETIME | Self::ETIMEDOUT => ErrorKind::Timeout,

@@ -11,8 +11,10 @@ use core::ffi::c_void;
 use core::mem::size_of;
 
 use hsakmt_core::error::Errno;
-use hsakmt_core::platform::Ioctl;
-use hsakmt_core::uapi::{self, kfd_ioctl_svm_args, kfd_ioctl_svm_attribute};
+use hsakmt_core::platform::{DbgTrapData, Ioctl};
+use hsakmt_core::uapi::{
+    self, kfd_ioctl_dbg_trap_args, kfd_ioctl_svm_args, kfd_ioctl_svm_attribute,
+};
 use rustix::fd::BorrowedFd;
 use rustix::ioctl::{IoctlOutput, Opcode};
 
@@ -30,7 +32,7 @@ struct Raw {
 // `&mut` borrow or a local buffer that outlives the call); the kernel reads and writes at most
 // `_IOC_SIZE(code)` bytes, which `issue` makes equal to the argument's size.
 unsafe impl rustix::ioctl::Ioctl for Raw {
-    type Output = ();
+    type Output = u32;
     const IS_MUTATING: bool = true;
 
     fn opcode(&self) -> Opcode {
@@ -41,12 +43,19 @@ unsafe impl rustix::ioctl::Ioctl for Raw {
         self.arg
     }
 
-    unsafe fn output_from_ptr(_: IoctlOutput, _: *mut c_void) -> rustix::io::Result<()> {
-        Ok(())
+    unsafe fn output_from_ptr(out: IoctlOutput, _: *mut c_void) -> rustix::io::Result<u32> {
+        // rustix turned negative results into errors; what is left is >= 0.
+        Ok(out.unsigned_abs())
     }
 }
 
 fn call(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<(), Errno> {
+    call_counted(fd, code, arg).map(|_| ())
+}
+
+/// [`call`] returning the ioctl's non-negative result (the queue count of `DBG_TRAP`'s
+/// suspend and resume).
+fn call_counted(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<u32, Errno> {
     // SAFETY: see `impl Ioctl for Raw`; every caller passes a pointer to an argument of exactly
     // `_IOC_SIZE(code)` bytes that stays borrowed for the duration of the call.
     unsafe { rustix::ioctl::ioctl(fd, Raw { code, arg }) }.map_err(|e| Errno(e.raw_os_error()))
@@ -77,6 +86,19 @@ pub fn issue(fd: BorrowedFd<'_>, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         Ioctl::DestroyQueue(a) => call(fd, AMDKFD_IOC_DESTROY_QUEUE, ptr(*a)),
         Ioctl::SetMemoryPolicy(a) => call(fd, AMDKFD_IOC_SET_MEMORY_POLICY, ptr(*a)),
         Ioctl::GetClockCounters(a) => call(fd, AMDKFD_IOC_GET_CLOCK_COUNTERS, ptr(*a)),
+        Ioctl::GetProcessApertures(a) => call(fd, AMDKFD_IOC_GET_PROCESS_APERTURES, ptr(*a)),
+        Ioctl::DbgRegisterDeprecated(a) => call(fd, AMDKFD_IOC_DBG_REGISTER_DEPRECATED, ptr(*a)),
+        Ioctl::DbgUnregisterDeprecated(a) => {
+            call(fd, AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, ptr(*a))
+        }
+        Ioctl::DbgAddressWatchDeprecated(a) => {
+            a.content_ptr = 0;
+            call(fd, AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, ptr(*a))
+        }
+        Ioctl::DbgWaveControlDeprecated(a) => {
+            a.content_ptr = 0;
+            call(fd, AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, ptr(*a))
+        }
         Ioctl::UpdateQueue(a) => call(fd, AMDKFD_IOC_UPDATE_QUEUE, ptr(*a)),
         Ioctl::CreateEvent(a) => call(fd, AMDKFD_IOC_CREATE_EVENT, ptr(*a)),
         Ioctl::DestroyEvent(a) => call(fd, AMDKFD_IOC_DESTROY_EVENT, ptr(*a)),
@@ -133,9 +155,92 @@ pub fn issue(fd: BorrowedFd<'_>, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         Ioctl::AvailableMemory(a) => call(fd, AMDKFD_IOC_AVAILABLE_MEMORY, ptr(*a)),
         Ioctl::ExportDmabuf(a) => call(fd, AMDKFD_IOC_EXPORT_DMABUF, ptr(*a)),
         Ioctl::RuntimeEnable(a) => call(fd, AMDKFD_IOC_RUNTIME_ENABLE, ptr(*a)),
+        Ioctl::CriuOp(a) => {
+            a.devices = 0;
+            a.bos = 0;
+            a.priv_data = 0;
+            call(fd, AMDKFD_IOC_CRIU_OP, ptr(*a))
+        }
+        Ioctl::DbgTrap { args, data, returned } => {
+            bind_dbg_trap(args, data)?;
+            *returned = call_counted(fd, AMDKFD_IOC_DBG_TRAP, ptr(*args))?;
+            Ok(())
+        }
         Ioctl::CreateProcess => call(fd, AMDKFD_IOC_CREATE_PROCESS, core::ptr::null_mut()),
+        Ioctl::Profiler(a) => call(fd, AMDKFD_IOC_PROFILER, ptr(*a)),
         _ => Err(Errno::ENOTTY),
     }
+}
+
+/// Stores the address and length of `data` into the pointer and count (or size) fields of the
+/// `DBG_TRAP` operation `args.op`, and zeroes them when `data` is [`DbgTrapData::None`], so the
+/// kernel reads and writes only the caller's slice.
+///
+/// # Errors
+/// `EINVAL` when `data` is not the kind the operation takes.
+fn bind_dbg_trap(
+    args: &mut kfd_ioctl_dbg_trap_args,
+    data: &mut DbgTrapData<'_>,
+) -> Result<(), Errno> {
+    use uapi::*;
+    if !data.fits(args.op) {
+        return Err(Errno::EINVAL);
+    }
+    let entry = |size: usize| u32::try_from(size).map_err(|_| Errno::E2BIG);
+    let (ptr, len): (u64, usize) = match data {
+        DbgTrapData::None => (0, 0),
+        DbgTrapData::RuntimeInfo(r) => {
+            (core::ptr::from_mut(*r) as u64, size_of::<kfd_runtime_info>())
+        }
+        DbgTrapData::QueueIds(q) => (addr(q), q.len()),
+        DbgTrapData::ExceptionInfo(b) => (addr(b), b.len()),
+        DbgTrapData::QueueSnapshot(s) => (addr(s), s.len()),
+        DbgTrapData::DeviceSnapshot(s) => (addr(s), s.len()),
+    };
+    let len = entry(len)?;
+    match args.op {
+        KFD_IOC_DBG_TRAP_ENABLE => {
+            let mut e = args.op_args.enable();
+            e.rinfo_ptr = ptr;
+            e.rinfo_size = len;
+            args.op_args = e.into();
+        }
+        KFD_IOC_DBG_TRAP_SUSPEND_QUEUES => {
+            let mut s = args.op_args.suspend_queues();
+            s.queue_array_ptr = ptr;
+            s.num_queues = len;
+            args.op_args = s.into();
+        }
+        KFD_IOC_DBG_TRAP_RESUME_QUEUES => {
+            let mut r = args.op_args.resume_queues();
+            r.queue_array_ptr = ptr;
+            r.num_queues = len;
+            args.op_args = r.into();
+        }
+        KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO => {
+            let mut q = args.op_args.query_exception_info();
+            q.info_ptr = ptr;
+            q.info_size = len;
+            args.op_args = q.into();
+        }
+        KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT => {
+            let mut q = args.op_args.queue_snapshot();
+            q.snapshot_buf_ptr = ptr;
+            q.num_queues = len;
+            q.entry_size = entry(size_of::<kfd_queue_snapshot_entry>())?;
+            args.op_args = q.into();
+        }
+        KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT => {
+            let mut d = args.op_args.device_snapshot();
+            d.snapshot_buf_ptr = ptr;
+            d.num_devices = len;
+            d.entry_size = entry(size_of::<kfd_dbg_device_info_entry>())?;
+            args.op_args = d.into();
+        }
+        // The other operations carry no user pointer.
+        _ => {}
+    }
+    Ok(())
 }
 
 /// `AMDKFD_IOC_SVM` takes the fixed part followed by `nattr` attributes in one block, and the

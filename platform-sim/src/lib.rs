@@ -21,6 +21,7 @@
 
 mod fault;
 mod gpu;
+mod hooks;
 mod host;
 mod kfd;
 mod mapping;
@@ -42,11 +43,13 @@ pub use gpu::pm4::{
 };
 pub use gpu::vm::MemRange;
 pub use gpu::{CpMode, QueueFault, QueueState};
+pub use hooks::{AddressWatch, DebugSnapshot};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };
+pub use kfd::files::FILE_FD_BASE;
 pub use kfd::memory::{DMABUF_FD_BASE, DOORBELL_SLICE, GpuMemoryUsage};
-pub use kfd::{DeviceState, FALLBACK_VRAM, RENDER_FD_BASE};
+pub use kfd::{DeviceState, FALLBACK_VRAM, Privileges, RENDER_FD_BASE};
 pub use mapping::SimMapping;
 pub use profile::{
     DEFAULT_PROFILE, Profile, UnknownProfile, parse_file_path, profile_description, profile_names,
@@ -67,6 +70,7 @@ pub struct SimBuilder {
     device: DeviceState,
     cp: gpu::CpConfig,
     stale_pid: bool,
+    privileges: kfd::Privileges,
 }
 
 /// How long an idle queue processor keeps polling before it sleeps (threaded mode).
@@ -83,6 +87,7 @@ impl Default for SimBuilder {
             device: DeviceState::Present,
             cp: gpu::CpConfig::new(CpMode::Threaded, DEFAULT_CP_IDLE_SPIN),
             stale_pid: false,
+            privileges: kfd::Privileges::default(),
         }
     }
 }
@@ -167,6 +172,13 @@ impl SimBuilder {
         self
     }
 
+    /// The simulated process's privileges (default: none — an ordinary user process).
+    #[must_use]
+    pub fn privileges(mut self, privileges: Privileges) -> Self {
+        self.privileges = privileges;
+        self
+    }
+
     /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
@@ -183,6 +195,7 @@ impl SimBuilder {
                 self.kfd_version,
                 DeviceState::Absent,
                 self.cp.clone(),
+                self.privileges,
             )),
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
@@ -202,7 +215,13 @@ impl SimBuilder {
                 .and_then(|h| h.join().ok())
         });
         let topology = topology.unwrap_or_else(|| Box::new(Topology::new()));
-        sim.kfd = Arc::new(kfd::KfdModel::new(&topology, self.kfd_version, self.device, self.cp));
+        sim.kfd = Arc::new(kfd::KfdModel::new(
+            &topology,
+            self.kfd_version,
+            self.device,
+            self.cp,
+            self.privileges,
+        ));
         sim
     }
 }
@@ -627,6 +646,7 @@ impl SimPlatform {
         error: MemoryError,
     ) -> usize {
         let fault = MemoryFault { gpu_id, node: None, address, flags, error, fatal: true };
+        self.kfd.smi.vm_fault(gpu_id, self.kfd.process_id(), &kfd::smi::task_name());
         self.kfd.events.memory_fault(fault.to_kernel())
     }
 
@@ -641,7 +661,14 @@ impl SimPlatform {
         memory_lost: bool,
     ) -> usize {
         let hw = hsakmt_core::event::HwException { gpu_id, node: None, reset, cause, memory_lost };
-        self.kfd.events.gpu_reset(hw.to_kernel())
+        let why = match cause {
+            ResetCause::Ecc => "RAS",
+            _ => "HWS hang",
+        };
+        self.kfd.smi.gpu_reset(gpu_id, false, why);
+        let set = self.kfd.events.gpu_reset(hw.to_kernel());
+        self.kfd.smi.gpu_reset(gpu_id, true, why);
+        set
     }
 
     /// Threads blocked in `WAIT_EVENTS` now.

@@ -121,6 +121,8 @@ pub struct QueueState {
     pub fault: Option<QueueFault>,
     /// Whether the queue is hung by injection ([`crate::SimPlatform::hang_queue`]).
     pub hung: bool,
+    /// Whether a debugger suspended the queue (`DBG_TRAP_SUSPEND_QUEUES`).
+    pub suspended: bool,
 }
 
 /// Where the command processor raises interrupts: the events model.
@@ -147,6 +149,13 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool);
     /// A queue went into error.
     fn queue_error(&self, fault: &QueueFault);
+    /// A queue fault is offered to an attached debugger first; `true` when it took it, and
+    /// the runtime (error payload, error event, memory events) is not told. The default takes
+    /// nothing.
+    fn debug_exception(&self, fault: &QueueFault) -> bool {
+        let _ = fault;
+        false
+    }
     /// The kernel could not preempt a hung queue on `gpu_id` and resets the GPU
     /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.
     fn gpu_hang(&self, gpu_id: u32) {
@@ -333,8 +342,18 @@ pub(crate) struct SimQueue {
     pub(crate) read_pointer: u64,
     pub(crate) write_pointer: u64,
     pub(crate) ctx_save: u64,
+    /// Size of the context-save area (for the debugger's queue snapshot).
+    pub(crate) ctx_save_size: u32,
+    /// The queue type as user space names it (`KFD_IOC_QUEUE_TYPE_*`; SDMA queues created by
+    /// engine id report the kind of engine they got).
+    pub(crate) user_type: u32,
     pub(crate) gfx_target: u32,
     regs: Mutex<Regs>,
+    /// Suspended by a debugger (`DBG_TRAP_SUSPEND_QUEUES`): the processor does not consume the
+    /// queue until it is resumed.
+    suspended: AtomicBool,
+    /// Evicted by the kernel (memory moved under it) until restored.
+    evicted: AtomicBool,
     /// AQL: one past the highest packet index a doorbell announced. PM4/SDMA: last value.
     doorbell: AtomicU64,
     pending: AtomicBool,
@@ -371,8 +390,16 @@ impl SimQueue {
             read_pointer: pointers.0,
             write_pointer: pointers.1,
             ctx_save,
+            ctx_save_size: 0,
+            user_type: match kind {
+                QueueKind::Aql => hsakmt_core::uapi::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                QueueKind::Pm4 => hsakmt_core::uapi::KFD_IOC_QUEUE_TYPE_COMPUTE,
+                QueueKind::Sdma { .. } => hsakmt_core::uapi::KFD_IOC_QUEUE_TYPE_SDMA,
+            },
             gfx_target,
             regs: Mutex::new(regs),
+            suspended: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
             doorbell: AtomicU64::new(0),
             pending: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
@@ -387,8 +414,51 @@ impl SimQueue {
         }
     }
 
+    /// The context-save area's size and the user-visible queue type, which only the debugger's
+    /// snapshot reports.
+    #[must_use]
+    pub(crate) fn with_snapshot_facts(mut self, ctx_save_size: u32, user_type: u32) -> Self {
+        self.ctx_save_size = ctx_save_size;
+        self.user_type = user_type;
+        self
+    }
+
     pub(crate) fn regs(&self) -> Regs {
         *lock(&self.regs)
+    }
+
+    /// Evicts (`true`) or restores (`false`) the queue: an evicted queue is off the hardware
+    /// like a suspended one.
+    pub(crate) fn set_evicted(&self, evicted: bool) {
+        if evicted {
+            let _exec = lock(&self.exec);
+            self.evicted.store(true, Ordering::Release);
+        } else {
+            self.evicted.store(false, Ordering::Release);
+            self.kick();
+        }
+    }
+
+    /// Whether the queue is off the hardware: suspended by a debugger or evicted.
+    fn is_off(&self) -> bool {
+        self.is_suspended() || self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Whether a debugger suspended the queue.
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.suspended.load(Ordering::Acquire)
+    }
+
+    /// Suspends (`true`) or resumes (`false`) the queue. Suspending waits for the packet at
+    /// hand to finish, as preemption does; a resumed queue continues at its read index.
+    pub(crate) fn set_suspended(&self, suspended: bool) {
+        if suspended {
+            let _exec = lock(&self.exec);
+            self.suspended.store(true, Ordering::Release);
+        } else {
+            self.suspended.store(false, Ordering::Release);
+            self.kick();
+        }
     }
 
     pub(crate) fn set_regs(&self, regs: Regs) {
@@ -396,9 +466,10 @@ impl SimQueue {
         self.kick();
     }
 
-    /// Whether the queue is active (amdkfd's `QUEUE_IS_ACTIVE`, plus "not in error").
+    /// Whether the queue is active (amdkfd's `QUEUE_IS_ACTIVE`, plus "not in error" and "not
+    /// suspended": a suspended queue is taken off the hardware).
     pub(crate) fn is_active(&self) -> bool {
-        self.regs().active() && lock(&self.fault).is_none()
+        self.regs().active() && lock(&self.fault).is_none() && !self.is_off()
     }
 
     pub(crate) fn fault(&self) -> Option<QueueFault> {
@@ -415,11 +486,12 @@ impl SimQueue {
             ring_size: regs.ring_size,
             percentage: regs.percentage,
             priority: regs.priority,
-            active: regs.active() && fault.is_none(),
+            active: regs.active() && fault.is_none() && !self.is_off(),
             packets: self.packets(),
             doorbell_index: self.doorbell_index,
             fault,
             hung: self.is_hung(),
+            suspended: self.is_suspended(),
         }
     }
 
@@ -487,7 +559,11 @@ impl SimQueue {
     /// Runs the queue for at most `budget` packets.
     pub(crate) fn step(&self, cp: &Cp, budget: usize) -> Step {
         let mut exec = lock(&self.exec);
-        if self.stop.load(Ordering::Acquire) || self.is_hung() || lock(&self.fault).is_some() {
+        if self.stop.load(Ordering::Acquire)
+            || self.is_hung()
+            || self.is_off()
+            || lock(&self.fault).is_some()
+        {
             return Step::Idle;
         }
         let regs = self.regs();
@@ -530,6 +606,22 @@ impl SimQueue {
         let fault =
             QueueFault { queue_id: self.qid, gpu_id: self.gpu_id, exception, packet, address };
         *lock(&self.fault) = Some(fault);
+        if cp.events.debug_exception(&fault) {
+            cp.events.queue_error(&fault);
+            cp.progress.bump();
+            return;
+        }
+        self.send_to_runtime(cp, KFD_EC_MASK(exception));
+        if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
+            cp.events.memory_fault(self.gpu_id, a, false);
+        }
+        cp.events.queue_error(&fault);
+        cp.progress.bump();
+    }
+
+    /// `kfd_send_exception_to_runtime`: ORs `mask` into the error payload named in the queue's
+    /// context-save-area header and sets its error event.
+    pub(crate) fn send_to_runtime(&self, cp: &Cp, mask: u64) {
         if self.ctx_save != 0
             && let Some(hdr) = cp.vm.resolve(self.gpu_id, self.ctx_save, 40)
         {
@@ -539,17 +631,12 @@ impl SimQueue {
                 && let Some(p) = cp.vm.resolve(self.gpu_id, payload, 8)
                 && let Some(w) = p.u64s().first()
             {
-                w.fetch_or(KFD_EC_MASK(exception), Ordering::AcqRel);
+                w.fetch_or(mask, Ordering::AcqRel);
             }
             if event != 0 {
                 cp.events.set_event(event);
             }
         }
-        if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
-            cp.events.memory_fault(self.gpu_id, a, false);
-        }
-        cp.events.queue_error(&fault);
-        cp.progress.bump();
     }
 }
 
@@ -790,6 +877,13 @@ impl GpuModel {
             .map_or(0, |r| r.u64s().first().map_or(0, |w| w.load(Ordering::Acquire)));
         q.raise_fault(&self.cp, exception, packet, address);
         true
+    }
+
+    /// `kfd_send_exception_to_runtime` for queue `qid` (nothing when there is no such queue).
+    pub(crate) fn send_exception_to_runtime(&self, qid: u32, mask: u64) {
+        if let Some(q) = self.queue(qid) {
+            q.send_to_runtime(&self.cp, mask);
+        }
     }
 
     /// Runs every queue until none makes progress; returns the packets consumed.

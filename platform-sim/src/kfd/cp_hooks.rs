@@ -9,20 +9,36 @@ use hsakmt_core::event::{
     FaultFlags, HwException, MemoryError, MemoryFault, ResetCause, ResetType,
 };
 
+use super::debug::Debugger;
 use super::event::SimEvents;
+use super::files::Files;
+use super::smi::{Smi, task_name};
 use crate::gpu::vm::GpuVm;
 use crate::gpu::{EventHooks, QueueFault, RecordedEvents};
 
-/// [`EventHooks`] over the events model.
+/// The reset cause amdgpu reports for a reset the KFD scheduler asked for
+/// (`amdgpu_reset_get_desc` of `AMDGPU_RESET_SRC_HWS`).
+pub(crate) const HWS_HANG: &str = "HWS hang";
+
+/// [`EventHooks`] over the events model, the debugger and the SMI clients.
 #[derive(Debug)]
 pub(crate) struct CpEvents {
     record: Arc<RecordedEvents>,
     events: Arc<SimEvents>,
+    debug: Arc<Debugger>,
+    files: Arc<Files>,
+    smi: Arc<Smi>,
 }
 
 impl CpEvents {
-    pub(crate) fn new(record: Arc<RecordedEvents>, events: Arc<SimEvents>) -> Self {
-        CpEvents { record, events }
+    pub(crate) fn new(
+        record: Arc<RecordedEvents>,
+        events: Arc<SimEvents>,
+        debug: Arc<Debugger>,
+        files: Arc<Files>,
+        smi: Arc<Smi>,
+    ) -> Self {
+        CpEvents { record, events, debug, files, smi }
     }
 }
 
@@ -61,6 +77,7 @@ impl EventHooks for CpEvents {
 
     fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
         self.record.memory_fault(gpu_id, address, write);
+        self.smi.vm_fault(gpu_id, std::process::id(), &task_name());
         let fault = MemoryFault {
             gpu_id,
             node: None,
@@ -76,8 +93,19 @@ impl EventHooks for CpEvents {
         self.record.queue_error(fault);
     }
 
+    fn debug_exception(&self, fault: &QueueFault) -> bool {
+        self.debug.queue_fault(
+            &self.files,
+            fault.queue_id,
+            fault.gpu_id,
+            fault.exception,
+            fault.address,
+        )
+    }
+
     fn gpu_hang(&self, gpu_id: u32) {
         self.record.gpu_hang(gpu_id);
+        self.smi.gpu_reset(gpu_id, false, HWS_HANG);
         let hw = HwException {
             gpu_id,
             node: None,
@@ -86,5 +114,6 @@ impl EventHooks for CpEvents {
             memory_lost: false,
         };
         self.events.gpu_reset(hw.to_kernel());
+        self.smi.gpu_reset(gpu_id, true, HWS_HANG);
     }
 }
