@@ -155,6 +155,18 @@ impl KfdDevice for Counting {
         self.bump(4);
         self.inner.close_fd(fd);
     }
+    fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
+        self.inner.poll_fd(fd, timeout_ms)
+    }
+    fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.inner.read_fd(fd, buf)
+    }
+    fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
+        self.inner.write_fd(fd, data)
+    }
+    fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        self.inner.create_pipe()
+    }
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         self.bump(5);
         self.inner.reserve_va(hint, size, align)
@@ -278,6 +290,18 @@ impl KfdDevice for Instant0 {
     }
     fn close_fd(&self, fd: u32) {
         self.inner.close_fd(fd);
+    }
+    fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
+        self.inner.poll_fd(fd, timeout_ms)
+    }
+    fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.inner.read_fd(fd, buf)
+    }
+    fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
+        self.inner.write_fd(fd, data)
+    }
+    fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        self.inner.create_pipe()
     }
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         self.inner.reserve_va(hint, size, align)
