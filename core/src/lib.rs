@@ -51,12 +51,15 @@
 extern crate std;
 
 pub mod config;
+pub mod debug;
 pub mod device;
 pub mod driver;
 pub mod error;
 pub mod event;
 pub mod memory;
+pub mod pmc;
 pub mod platform;
 pub mod queue;
+pub mod smi;
 pub mod topology;
 pub mod uapi;

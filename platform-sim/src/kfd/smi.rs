@@ -145,7 +145,8 @@ impl Smi {
     /// `kfd_smi_event_queue_restore`; `rescheduled` when the restore failed and was retried.
     pub(crate) fn queue_restore(&self, gpu_id: u32, pid: u32, rescheduled: bool) {
         let ns = self.now_ns();
-        let r = if rescheduled { 'R' } else { '0' };
+        // `%c` of the flag: 'R', or 0 (a NUL byte) when not rescheduled.
+        let r = if rescheduled { 'R' } else { '\0' };
         self.add(
             pid,
             gpu_id,
