@@ -125,6 +125,12 @@ pub const MAX_WAIT_EVENTS: usize = 64;
 /// ioctls).
 pub const EVENT_TEARDOWN_BATCH: usize = 64;
 
+// ---- performance counters ---------------------------------------------------------------------
+
+/// Performance-counter traces a device facade keeps registered at once
+/// (`hsaKmtPmcRegisterTrace`).
+pub const MAX_PMC_TRACES: usize = 16;
+
 // ---- drivers -----------------------------------------------------------------------------------
 
 /// How many drivers a [`Registry`](crate::driver::Registry) holds by default (one per

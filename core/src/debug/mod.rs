@@ -10,7 +10,7 @@ pub mod snapshot;
 
 pub use exception::{ExceptionCode, ExceptionMask, ExceptionScope};
 pub use settings::{
-    DebugFlags, OverrideResult, RuntimeInfo, RuntimeState, TrapMask, TrapOverride,
-    WaveLaunchMode, WatchMode,
+    DebugFlags, OverrideResult, RuntimeInfo, RuntimeState, TrapMask, TrapOverride, WatchMode,
+    WaveLaunchMode,
 };
 pub use snapshot::{DebugEvent, EventSource, QueueOutcome, QueueSnapshot};

@@ -30,8 +30,10 @@ fn families_without_tables_have_no_counters() {
 
 #[test]
 fn traces_are_validated_like_upstream() {
-    let priv_c = |block, counter| TraceCounter { block, counter, kind: CounterKind::PrivilegedImmediate };
-    let user_c = |block, counter| TraceCounter { block, counter, kind: CounterKind::NonPrivilegedImmediate };
+    let priv_c =
+        |block, counter| TraceCounter { block, counter, kind: CounterKind::PrivilegedImmediate };
+    let user_c =
+        |block, counter| TraceCounter { block, counter, kind: CounterKind::NonPrivilegedImmediate };
     assert_eq!(TraceRequest::new(GFX9_BLOCKS, &[]), Err(Error::InvalidCounters));
     // Only non-privileged counters: nothing to register.
     assert_eq!(TraceRequest::new(GFX9_BLOCKS, &[user_c(14, 1)]), Err(Error::InvalidCounters));

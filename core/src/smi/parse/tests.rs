@@ -40,11 +40,23 @@ fn every_event_of_the_header_parses() {
         ),
         (
             b"7 5 -1 @abc(b00c) W",
-            SmiEvent::PageFaultStart { timestamp_ns: 5, pid: 1, page: 0xabc, gpu_id: 0xb00c, write: true },
+            SmiEvent::PageFaultStart {
+                timestamp_ns: 5,
+                pid: 1,
+                page: 0xabc,
+                gpu_id: 0xb00c,
+                write: true,
+            },
         ),
         (
             b"8 6 -1 @abc(b00c) U",
-            SmiEvent::PageFaultEnd { timestamp_ns: 6, pid: 1, page: 0xabc, gpu_id: 0xb00c, migrated: false },
+            SmiEvent::PageFaultEnd {
+                timestamp_ns: 6,
+                pid: 1,
+                page: 0xabc,
+                gpu_id: 0xb00c,
+                migrated: false,
+            },
         ),
         (
             b"9 7 -1 b00c 3",
@@ -52,11 +64,21 @@ fn every_event_of_the_header_parses() {
         ),
         (
             b"a 8 -1 b00c R",
-            SmiEvent::QueueRestore { timestamp_ns: 8, pid: 1, gpu_id: 0xb00c, rescheduled: Some(true) },
+            SmiEvent::QueueRestore {
+                timestamp_ns: 8,
+                pid: 1,
+                gpu_id: 0xb00c,
+                rescheduled: Some(true),
+            },
         ),
         (
             b"a 8 -1 b00c \0",
-            SmiEvent::QueueRestore { timestamp_ns: 8, pid: 1, gpu_id: 0xb00c, rescheduled: Some(false) },
+            SmiEvent::QueueRestore {
+                timestamp_ns: 8,
+                pid: 1,
+                gpu_id: 0xb00c,
+                rescheduled: Some(false),
+            },
         ),
         (
             b"a 8 -1 b00c",
@@ -79,8 +101,11 @@ fn every_event_of_the_header_parses() {
     ];
     for (line, want) in cases {
         assert_eq!(parse_line(line), Ok(*want), "{}", String::from_utf8_lossy(line));
-        assert_eq!(want.number(), u32::from_str_radix(
-            core::str::from_utf8(line).unwrap().split(' ').next().unwrap(), 16).unwrap());
+        assert_eq!(
+            want.number(),
+            u32::from_str_radix(core::str::from_utf8(line).unwrap().split(' ').next().unwrap(), 16)
+                .unwrap()
+        );
     }
 }
 
@@ -92,16 +117,25 @@ fn broken_lines_are_typed_errors() {
     assert_eq!(parse_line(b"3"), Err(Error::BadEventNumber));
     assert_eq!(parse_line(b"fffffffff 1"), Err(Error::BadEventNumber));
     assert_eq!(parse_line(b"3 zz"), Err(Error::BadField { event: 3, field: "reset_seq_num" }));
-    assert_eq!(parse_line(b"9 7 -1 b00c"), Err(Error::BadField { event: 9, field: "evict_trigger" }));
+    assert_eq!(
+        parse_line(b"9 7 -1 b00c"),
+        Err(Error::BadField { event: 9, field: "evict_trigger" })
+    );
     assert_eq!(parse_line(b"9 7 1 b00c 3"), Err(Error::BadField { event: 9, field: "pid" }));
     assert_eq!(parse_line(b"7 5 -1 @abc(b00c) X"), Err(Error::BadField { event: 7, field: "rw" }));
-    assert_eq!(parse_line(b"9 7 -1 b00c 3 extra"), Err(Error::BadField { event: 9, field: "end of line" }));
+    assert_eq!(
+        parse_line(b"9 7 -1 b00c 3 extra"),
+        Err(Error::BadField { event: 9, field: "end of line" })
+    );
     assert_eq!(parse_line(b"1 12:\xff"), Err(Error::NotUtf8 { event: 1 }));
     assert_eq!(
         parse_line(b"9 99999999999999999999 -1 b00c 3"),
         Err(Error::BadField { event: 9, field: "ns" })
     );
-    assert_eq!(parse_line(b"6 1 -1 @1(1) 0->1 0 -99999999999"), Err(Error::BadField { event: 6, field: "error_code" }));
+    assert_eq!(
+        parse_line(b"6 1 -1 @1(1) 0->1 0 -99999999999"),
+        Err(Error::BadField { event: 6, field: "error_code" })
+    );
 }
 
 #[test]
@@ -112,7 +146,10 @@ fn lines_split_a_read() {
     assert_eq!(got[0], Ok(SmiEvent::GpuPreReset { sequence: 1, cause: Some("HWS hang") }));
     assert_eq!(got[1], Ok(SmiEvent::GpuPostReset { sequence: 1, cause: Some("HWS hang") }));
     assert_eq!(got[2], Err(Error::BadEventNumber));
-    assert_eq!(got[3], Ok(SmiEvent::QueueEviction { timestamp_ns: 1, pid: 2, gpu_id: 3, trigger: 4 }));
+    assert_eq!(
+        got[3],
+        Ok(SmiEvent::QueueEviction { timestamp_ns: 1, pid: 2, gpu_id: 3, trigger: 4 })
+    );
     assert_eq!(SmiLines::new(b"").count(), 0);
 }
 
