@@ -67,6 +67,7 @@ pub struct SimBuilder {
     env: HashMap<String, String>,
     inherit_env: bool,
     hidden_nodes: HashSet<u32>,
+    closed_render_nodes: HashMap<u32, Errno>,
     device: DeviceState,
     cp: gpu::CpConfig,
     stale_pid: bool,
@@ -84,6 +85,7 @@ impl Default for SimBuilder {
             env: HashMap::new(),
             inherit_env: false,
             hidden_nodes: HashSet::new(),
+            closed_render_nodes: HashMap::new(),
             device: DeviceState::Present,
             cp: gpu::CpConfig::new(CpMode::Threaded, DEFAULT_CP_IDLE_SPIN),
             stale_pid: false,
@@ -127,6 +129,15 @@ impl SimBuilder {
     #[must_use]
     pub fn hide_node(mut self, node: u32) -> Self {
         self.hidden_nodes.insert(node);
+        self
+    }
+
+    /// Makes opening `/dev/dri/renderD<minor>` fail with `errno` (`ENOENT`: a container that
+    /// does not expose it, `EACCES`: a user outside the render group), while the kernel still
+    /// lists the GPU.
+    #[must_use]
+    pub fn render_node_unavailable(mut self, minor: u32, errno: Errno) -> Self {
+        self.closed_render_nodes.insert(minor, errno);
         self
     }
 
@@ -187,7 +198,11 @@ impl SimBuilder {
             kfd_version: self.kfd_version,
             env: Arc::new(self.env),
             inherit_env: self.inherit_env,
-            hidden_nodes: Arc::new(self.hidden_nodes),
+            sysfs_state: Arc::new(std::sync::RwLock::new(sysfs::SysfsState {
+                hidden: self.hidden_nodes,
+                generation_bump: 0,
+                closed_render_nodes: self.closed_render_nodes,
+            })),
             epoch: Instant::now(),
             stale_pid: self.stale_pid.then(|| Arc::new(std::sync::atomic::AtomicU32::new(0))),
             kfd: Arc::new(kfd::KfdModel::new(
@@ -234,7 +249,7 @@ pub struct SimPlatform {
     kfd_version: (u32, u32),
     env: Arc<HashMap<String, String>>,
     inherit_env: bool,
-    hidden_nodes: Arc<HashSet<u32>>,
+    sysfs_state: Arc<std::sync::RwLock<sysfs::SysfsState>>,
     epoch: Instant,
     /// The fork-surviving process-id cache of [`SimBuilder::stale_process_id`].
     stale_pid: Option<Arc<std::sync::atomic::AtomicU32>>,

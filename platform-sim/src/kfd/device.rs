@@ -34,6 +34,9 @@ impl KfdDevice for SimPlatform {
     }
 
     fn open_render_node(&self, minor: u32) -> Result<u32, Errno> {
+        if let Some(errno) = self.render_node_refusal(minor) {
+            return Err(errno);
+        }
         if self.kfd.gpus.iter().any(|g| g.render_minor == minor) {
             Ok(RENDER_FD_BASE + minor)
         } else {
