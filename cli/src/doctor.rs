@@ -4,12 +4,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use clap::Args;
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::{Error as DeviceError, Kfd};
 use hsakmt_core::error::Error as _;
 use hsakmt_core::platform::{OpenError, Platform};
 use hsakmt_core::topology::NodeKind;
 use hsakmt_core::uapi::{KFD_IOCTL_MINOR_VERSION, since};
-use hsakmt_linux::{KFD_TOPOLOGY_ROOT, LinuxPlatform};
+use hsakmt_linux::{BoxedMemory, KFD_TOPOLOGY_ROOT, LinuxPlatform, boxed_kfd};
 use hsakmt_sim::{Profile, SimPlatform};
 use serde::Serialize;
 
@@ -113,27 +114,8 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
 }
 
 fn device_checks<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) {
-    // The device facade (topology snapshot and memory tables) is large, and debug builds move
-    // it through the stack while boxing it: build and use it on a thread with room.
-    let found = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || {
-                let mut found = Vec::new();
-                device_checks_on(platform, &mut found, real);
-                found
-            })
-            .ok()
-            .and_then(|w| w.join().ok())
-    });
-    match found {
-        Some(found) => checks.extend(found),
-        None => checks.push(check("/dev/kfd", Status::Fail, "the device checks did not run")),
-    }
-}
-
-fn device_checks_on<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) {
-    let kfd = Box::new(Kfd::new(platform));
+    // The facade's tables on the heap: no large stack needed.
+    let kfd = boxed_kfd(platform, DEFAULT_MEMORY_OBJECTS);
     match kfd.open() {
         Ok(_) => {
             checks.push(check("/dev/kfd", Status::Ok, "opened read-write"));
@@ -164,7 +146,7 @@ fn device_checks_on<P: Platform>(platform: P, checks: &mut Vec<Check>, real: boo
     }
 }
 
-fn version_check<P: Platform>(kfd: &Kfd<P>, checks: &mut Vec<Check>) {
+fn version_check<P: Platform>(kfd: &Kfd<P, BoxedMemory>, checks: &mut Vec<Check>) {
     let Ok(v) = kfd.version() else { return };
     let missing: Vec<String> = FEATURES
         .iter()
@@ -194,7 +176,7 @@ fn version_check<P: Platform>(kfd: &Kfd<P>, checks: &mut Vec<Check>) {
     });
 }
 
-fn topology_checks<P: Platform>(kfd: &Kfd<P>, checks: &mut Vec<Check>, real: bool) {
+fn topology_checks<P: Platform>(kfd: &Kfd<P, BoxedMemory>, checks: &mut Vec<Check>, real: bool) {
     let Ok((nodes, gpus, warnings, hidden, minors)) = kfd.with_topology(|t| {
         let hidden = t.nodes().filter(|n| !n.is_accessible()).count();
         let minors: Vec<u32> = t

@@ -27,6 +27,12 @@ pub(crate) struct InfoArgs {
 
 /// Takes a snapshot from `source` into a boxed topology.
 pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
+    // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
+    // compile-time constant costs one. Optimised builds build it in place, where a constant
+    // would only add its size to the binary.
+    #[cfg(debug_assertions)]
+    let mut topo = Box::new(const { Topology::new() });
+    #[cfg(not(debug_assertions))]
     let mut topo = Box::new(Topology::new());
     let mut buf = vec![0u8; READ_BUFFER];
     topo.refresh(source, source, &mut buf)
@@ -36,15 +42,7 @@ pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
 
 pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
     let source = Source::resolve(&args.source)?;
-    // The snapshot is a few hundred KiB: build it on a thread with room for it in debug builds.
-    let topo = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || snapshot(&source))
-            .map_err(|e| e.to_string())?
-            .join()
-            .map_err(|_| "the topology reader panicked".to_string())?
-    })?;
+    let topo = snapshot(&source)?;
     let out = if args.json {
         let mut text = serde_json::to_string_pretty(&to_json(&topo)).map_err(|e| e.to_string())?;
         text.push('\n');

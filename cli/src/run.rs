@@ -10,21 +10,21 @@
 
 use std::io::{IsTerminal, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use hsakmt_core::platform::SharedMemory as _;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::SignalCondition;
+use hsakmt_core::driver::policy::DRIVER_ENV;
 use hsakmt_core::driver::{
     AgentFeatures, AgentId, AgentKind, Buffer, Capabilities, Driver, DriverError, DriverId,
-    DriverKind, KfdDriver, Policy, QueueId, QueueParams, RegionId, RegionKind, Registry, SignalId,
-    Waited, policy::DRIVER_ENV,
+    DriverKind, Policy, QueueId, QueueParams, RegionId, RegionKind, Registry, SignalId, Waited,
 };
 use hsakmt_core::error::Errno;
+use hsakmt_core::platform::SharedMemory as _;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch};
 use hsakmt_core::uapi::IOCTLS;
-use hsakmt_linux::{LinuxPlatform, latency};
+use hsakmt_linux::{LinuxPlatform, boxed_driver, latency};
 use hsakmt_sim::{
     HostDriver, IoctlFault, KernelCtx, KernelFault, KernelRegistry, Profile, SimPlatform, Trigger,
 };
@@ -401,15 +401,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), String> {
     if args.iterations == 0 {
         return Err("--iterations must be at least 1".into());
     }
-    // The device facades are large; run on a thread with room for them in debug builds.
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || detect_and_run(args))
-            .map_err(|e| e.to_string())?
-            .join()
-            .map_err(|_| "the run panicked".to_string())?
-    })
+    detect_and_run(args)
 }
 
 fn detect_and_run(args: &RunArgs) -> Result<(), String> {
@@ -430,8 +422,9 @@ fn detect_and_run(args: &RunArgs) -> Result<(), String> {
     for spec in &args.inject {
         sim.inject(parse_fault(spec)?);
     }
-    let kfd = Box::new(KfdDriver::new(DriverKind::Kfd, DriverId(0), LinuxPlatform::new()));
-    let simulated = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(1), sim));
+    let kfd =
+        boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
+    let simulated = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
     let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();

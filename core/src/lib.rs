@@ -23,6 +23,7 @@
 //!   platform.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
+//! - [`slot_table`]: the generation-checked slot table behind every handle table.
 //!
 //! # Module names
 //!
@@ -60,6 +61,7 @@ pub mod memory;
 pub mod platform;
 pub mod pmc;
 pub mod queue;
+pub mod slot_table;
 pub mod smi;
 pub mod topology;
 pub mod uapi;

@@ -3,23 +3,13 @@
 
 pub mod queue_support;
 
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::{Error, Kfd, MemoryStorage};
+use hsakmt_core::driver::{DriverId, DriverKind, KfdDriver};
 use hsakmt_core::memory;
 use hsakmt_core::topology::{READ_BUFFER, Topology};
+use hsakmt_linux::{BoxedMemory, boxed_driver, boxed_kfd};
 use hsakmt_sim::{Profile, SimMapping, SimPlatform};
-
-/// Runs `f` on a thread with a 64 MiB stack: the topology snapshot and the device facade are
-/// large values, and debug builds move them through the stack.
-pub fn with_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(s, f)
-            .expect("spawn test thread")
-            .join()
-            .expect("test thread panicked")
-    })
-}
 
 /// A snapshot of `sim`'s topology.
 ///
@@ -27,7 +17,7 @@ pub fn with_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// When the snapshot fails.
 #[must_use]
 pub fn snapshot(sim: &SimPlatform) -> Box<Topology> {
-    let mut topo = Box::new(Topology::new());
+    let mut topo = Box::new(const { Topology::new() });
     let mut buf = vec![0u8; READ_BUFFER];
     topo.refresh(sim, sim, &mut buf).expect("snapshot");
     topo
@@ -42,10 +32,25 @@ pub fn sim(name: &str) -> SimPlatform {
     SimPlatform::builder().profile(Profile::embedded(name).expect("embedded profile")).build()
 }
 
-/// A boxed, closed device facade over `sim`.
+/// The device facade the scenarios use: the simulator, with the facade's tables (memory
+/// manager and topology snapshot) on the heap, so any thread's stack will do.
+pub type SimKfd = Kfd<SimPlatform, BoxedMemory>;
+
+/// The KFD driver the scenarios use, over [`SimKfd`].
+pub type SimDriver = KfdDriver<SimPlatform, BoxedMemory>;
+
+/// A boxed, closed device facade over `sim`, with room for [`DEFAULT_MEMORY_OBJECTS`] memory
+/// objects (as `Kfd::new`).
 #[must_use]
-pub fn device(sim: SimPlatform) -> Box<Kfd<SimPlatform>> {
-    Box::new(Kfd::new(sim))
+pub fn device(sim: SimPlatform) -> Box<SimKfd> {
+    boxed_kfd(sim, DEFAULT_MEMORY_OBJECTS)
+}
+
+/// A boxed KFD driver of `kind` over `sim` (driver id 0), with room for
+/// [`DEFAULT_MEMORY_OBJECTS`] memory objects.
+#[must_use]
+pub fn driver(kind: DriverKind, sim: SimPlatform) -> Box<SimDriver> {
+    boxed_driver(kind, DriverId(0), sim, DEFAULT_MEMORY_OBJECTS)
 }
 
 /// A boxed device facade over `sim`, already opened.
@@ -53,7 +58,7 @@ pub fn device(sim: SimPlatform) -> Box<Kfd<SimPlatform>> {
 /// # Panics
 /// When the open fails.
 #[must_use]
-pub fn opened(sim: SimPlatform) -> Box<Kfd<SimPlatform>> {
+pub fn opened(sim: SimPlatform) -> Box<SimKfd> {
     let kfd = device(sim);
     kfd.open().expect("open the simulated device");
     kfd

@@ -3,12 +3,14 @@
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
-use hsakmt_core::device::{Allocation, Kfd, MapNodes};
+use hsakmt_core::device::{Allocation, MapNodes};
 use hsakmt_core::memory::MemFlags;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::{Signal, SignalInit};
 use hsakmt_core::topology::NodeKind;
 use hsakmt_sim::{KernelRegistry, SimMapping, SimPlatform};
+
+use crate::SimKfd;
 
 /// A buffer from the memory API, with its CPU view.
 #[derive(Debug)]
@@ -30,7 +32,7 @@ impl Deref for Buf {
 /// # Panics
 /// When the memory API refuses.
 #[must_use]
-pub fn host_buffer(kfd: &Kfd<SimPlatform>, size: u64) -> Buf {
+pub fn host_buffer(kfd: &SimKfd, size: u64) -> Buf {
     let size = size.next_multiple_of(4096);
     let alloc = kfd
         .alloc_memory(cpu_node(kfd), size, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS)
@@ -46,7 +48,7 @@ pub fn host_buffer(kfd: &Kfd<SimPlatform>, size: u64) -> Buf {
 /// When the memory API refuses.
 #[must_use]
 pub fn vram(
-    kfd: &Kfd<SimPlatform>,
+    kfd: &SimKfd,
     node: u32,
     size: u64,
     host_access: bool,
@@ -66,7 +68,7 @@ pub fn vram(
 /// # Panics
 /// When the device is not open.
 #[must_use]
-pub fn gpu_nodes(kfd: &Kfd<SimPlatform>) -> Vec<u32> {
+pub fn gpu_nodes(kfd: &SimKfd) -> Vec<u32> {
     kfd.with_topology(|t| {
         t.nodes()
             .filter(|n| n.node().kind() != NodeKind::Cpu)
@@ -81,7 +83,7 @@ pub fn gpu_nodes(kfd: &Kfd<SimPlatform>) -> Vec<u32> {
 /// # Panics
 /// When the device is not open or has no CPU node.
 #[must_use]
-pub fn cpu_node(kfd: &Kfd<SimPlatform>) -> u32 {
+pub fn cpu_node(kfd: &SimKfd) -> u32 {
     kfd.with_topology(|t| {
         t.nodes().find(|n| n.node().kind() == NodeKind::Cpu).and_then(|n| n.node().user_id())
     })
@@ -101,7 +103,7 @@ impl Signals {
     /// # Panics
     /// When the buffer cannot be made.
     #[must_use]
-    pub fn new(kfd: &Kfd<SimPlatform>, n: usize, value: i64) -> Self {
+    pub fn new(kfd: &SimKfd, n: usize, value: i64) -> Self {
         let mem = host_buffer(kfd, (n as u64 * 64).max(4096));
         let s = Signals { mem };
         for i in 0..n {

@@ -59,12 +59,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicI64;
 
 use firmware_tests::queue_support::cpu_node;
-use firmware_tests::{first_gpu, with_big_stack};
+use firmware_tests::{SimKfd, device, first_gpu};
 use hsakmt_core::device::queue_manager::{
     QueueDesc, QueueError, QueueHandle, QueueType, RingUpdate,
 };
 use hsakmt_core::device::{
-    Allocation, Error, EventDescriptor, Kfd, MapNodes, MemoryUsage, SignalCondition, SignalValue,
+    Allocation, Error, EventDescriptor, MapNodes, MemoryUsage, SignalCondition, SignalValue,
 };
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::event::{
@@ -76,11 +76,10 @@ use hsakmt_core::memory::svm_attributes::SvmAttribute;
 use hsakmt_core::platform::OpenError;
 use hsakmt_core::queue::params::QueuePriority;
 use hsakmt_core::uapi::*;
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping::{map_anonymous, reserve};
+use hsakmt_hostmem::{HostMapping, map_anonymous, reserve};
 use hsakmt_sim::{CpMode, IoctlFault, SimAccounting, SimMapping, SimPlatform, Trigger};
 
-type K = Kfd<SimPlatform>;
+type K = SimKfd;
 
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
 const VISIBLE_VRAM: MemFlags = COARSE_VRAM.union(MemFlags::HOST_ACCESS);
@@ -227,7 +226,7 @@ struct Fx {
     /// Objects to free by address (imports, allocations whose free failed).
     addrs: Vec<u64>,
     registered: Vec<u64>,
-    user: Option<(u64, LinuxMapping)>,
+    user: Option<(u64, HostMapping)>,
     queues: Vec<QueueHandle>,
     events: Vec<EventHandle>,
     callbacks: Vec<CallbackId>,
@@ -329,7 +328,7 @@ fn noop(_: &Notification) {}
 /// keeps a range's attributes until the process ends (the real one drops them when the memory
 /// is unmapped, which the simulator does not see).
 fn svm_range() -> u64 {
-    static RANGE: std::sync::OnceLock<(u64, LinuxMapping)> = std::sync::OnceLock::new();
+    static RANGE: std::sync::OnceLock<(u64, HostMapping)> = std::sync::OnceLock::new();
     RANGE
         .get_or_init(|| {
             let addr = reserve(None, 2 * 4096, 4096).unwrap();
@@ -779,7 +778,7 @@ fn sim() -> SimPlatform {
 }
 
 fn open() -> Box<K> {
-    let kfd = Box::new(Kfd::new(sim()));
+    let kfd = device(sim());
     kfd.open().expect("open");
     kfd
 }
@@ -993,31 +992,29 @@ fn sweep_op_cases(op: &Op, tally: &mut Tally) {
 
 #[test]
 fn every_operation_under_every_kernel_errno() {
-    with_big_stack(|| {
-        let mut tally = Tally::default();
-        for op in operations() {
-            sweep_op(&op, &mut tally);
-        }
-        sweep_lifecycle(&mut tally);
-        println!(
-            "fault sweep: {} operations, {} ioctl call sites, {} distinct errnos -> {} cases: \
-             {} typed errors, {} retried (EINTR/EAGAIN) and succeeded, {} absorbed \
-             (best-effort ioctls); {} failures",
-            tally.operations,
-            tally.sites,
-            tally.errnos.len(),
-            tally.cases,
-            tally.rejected,
-            tally.retried,
-            tally.absorbed,
-            tally.failures.len()
-        );
-        println!("absorbed by operation: {:?}", tally.absorbed_by);
-        for f in &tally.failures {
-            println!("FAIL {f}");
-        }
-        assert!(tally.failures.is_empty(), "{} failures (see above)", tally.failures.len());
-    });
+    let mut tally = Tally::default();
+    for op in operations() {
+        sweep_op(&op, &mut tally);
+    }
+    sweep_lifecycle(&mut tally);
+    println!(
+        "fault sweep: {} operations, {} ioctl call sites, {} distinct errnos -> {} cases: \
+         {} typed errors, {} retried (EINTR/EAGAIN) and succeeded, {} absorbed \
+         (best-effort ioctls); {} failures",
+        tally.operations,
+        tally.sites,
+        tally.errnos.len(),
+        tally.cases,
+        tally.rejected,
+        tally.retried,
+        tally.absorbed,
+        tally.failures.len()
+    );
+    println!("absorbed by operation: {:?}", tally.absorbed_by);
+    for f in &tally.failures {
+        println!("FAIL {f}");
+    }
+    assert!(tally.failures.is_empty(), "{} failures (see above)", tally.failures.len());
 }
 
 /// Open and close under every fault of their ioctls.
@@ -1031,7 +1028,7 @@ fn sweep_lifecycle(tally: &mut Tally) {
         Ok(())
     };
     // Open: what it issues on a closed device.
-    let kfd = Box::new(Kfd::new(sim()));
+    let kfd = device(sim());
     let before = counts(kfd.platform());
     kfd.open().unwrap();
     let after = counts(kfd.platform());
@@ -1157,54 +1154,49 @@ fn sweep_lifecycle(tally: &mut Tally) {
 /// GPU reset reaches the process's HW-exception events. Nothing is lost.
 #[test]
 fn a_hung_queue_is_destroyed_with_etime_and_nothing_leaks() {
-    with_big_stack(|| {
-        let kfd = open();
-        let sim = kfd.platform();
-        let mut fx = Fx::new(&kfd);
-        let reset = fx.event(&kfd, EventDescriptor::new(EventType::HwException));
-        let warm = fx.queue(&kfd, QueueType::ComputeAql);
-        kfd.destroy_queue(warm).unwrap();
-        fx.queues.clear();
-        let baseline = books(&kfd);
-        let info = kfd.create_queue(&QueueDesc::new(fx.node, QueueType::ComputeAql, 4096)).unwrap();
-        assert!(sim.hang_queue(info.queue_id));
-        assert_eq!(sim.accounting().hung_queues, 1);
-        let e =
-            kfd.update_queue(info.handle, 50, QueuePriority::Normal, RingUpdate::Keep).unwrap_err();
-        assert_eq!(e.errno(), Some(Errno::ETIME));
-        assert_eq!(e.kind(), ErrorKind::Timeout);
-        assert_eq!(kfd.queue_info(info.handle).unwrap().percentage, 100, "unchanged");
-        let e = kfd.destroy_queue(info.handle).unwrap_err();
-        assert_eq!(e.errno(), Some(Errno::ETIME));
-        assert_eq!(kfd.queue_info(info.handle), Err(QueueError::InvalidHandle), "gone");
-        assert_eq!(kfd.destroy_queue(info.handle), Err(QueueError::InvalidHandle));
-        kfd.check_invariants().unwrap();
-        assert_eq!(books(&kfd), baseline, "buffers freed, nothing left in the kernel");
-        assert_eq!(sim.gpu_resets(), vec![info.gpu_id, info.gpu_id]);
-        assert_eq!(kfd.wait_event(reset, Timeout::Immediate), Ok(WaitResult::Complete));
-        fx.cleanup(&kfd).unwrap();
-    });
+    let kfd = open();
+    let sim = kfd.platform();
+    let mut fx = Fx::new(&kfd);
+    let reset = fx.event(&kfd, EventDescriptor::new(EventType::HwException));
+    let warm = fx.queue(&kfd, QueueType::ComputeAql);
+    kfd.destroy_queue(warm).unwrap();
+    fx.queues.clear();
+    let baseline = books(&kfd);
+    let info = kfd.create_queue(&QueueDesc::new(fx.node, QueueType::ComputeAql, 4096)).unwrap();
+    assert!(sim.hang_queue(info.queue_id));
+    assert_eq!(sim.accounting().hung_queues, 1);
+    let e = kfd.update_queue(info.handle, 50, QueuePriority::Normal, RingUpdate::Keep).unwrap_err();
+    assert_eq!(e.errno(), Some(Errno::ETIME));
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert_eq!(kfd.queue_info(info.handle).unwrap().percentage, 100, "unchanged");
+    let e = kfd.destroy_queue(info.handle).unwrap_err();
+    assert_eq!(e.errno(), Some(Errno::ETIME));
+    assert_eq!(kfd.queue_info(info.handle), Err(QueueError::InvalidHandle), "gone");
+    assert_eq!(kfd.destroy_queue(info.handle), Err(QueueError::InvalidHandle));
+    kfd.check_invariants().unwrap();
+    assert_eq!(books(&kfd), baseline, "buffers freed, nothing left in the kernel");
+    assert_eq!(sim.gpu_resets(), vec![info.gpu_id, info.gpu_id]);
+    assert_eq!(kfd.wait_event(reset, Timeout::Immediate), Ok(WaitResult::Complete));
+    fx.cleanup(&kfd).unwrap();
 }
 
 /// A released queue resumes; a wave's memory fault stops a queue, which can still be destroyed.
 #[test]
 fn released_and_faulted_queues_are_destroyed_cleanly() {
-    with_big_stack(|| {
-        let kfd = open();
-        let sim = kfd.platform();
-        let mut fx = Fx::new(&kfd);
-        let memory = fx.event(&kfd, EventDescriptor::new(EventType::Memory));
-        let h = fx.queue(&kfd, QueueType::ComputeAql);
-        let info = kfd.queue_info(h).unwrap();
-        assert!(sim.hang_queue(info.queue_id));
-        assert!(sim.release_queue(info.queue_id));
-        kfd.update_queue(h, 50, QueuePriority::Normal, RingUpdate::Keep).unwrap();
-        assert!(sim.fault_queue_memory(info.queue_id, 0xBAD_0000));
-        assert_eq!(sim.queue_fault(info.queue_id).unwrap().address, Some(0xBAD_0000));
-        assert_eq!(kfd.wait_event(memory, Timeout::Immediate), Ok(WaitResult::Complete));
-        assert!(sim.gpu_resets().is_empty());
-        fx.cleanup(&kfd).unwrap();
-        kfd.check_invariants().unwrap();
-        assert_eq!(sim.accounting().queues, 0);
-    });
+    let kfd = open();
+    let sim = kfd.platform();
+    let mut fx = Fx::new(&kfd);
+    let memory = fx.event(&kfd, EventDescriptor::new(EventType::Memory));
+    let h = fx.queue(&kfd, QueueType::ComputeAql);
+    let info = kfd.queue_info(h).unwrap();
+    assert!(sim.hang_queue(info.queue_id));
+    assert!(sim.release_queue(info.queue_id));
+    kfd.update_queue(h, 50, QueuePriority::Normal, RingUpdate::Keep).unwrap();
+    assert!(sim.fault_queue_memory(info.queue_id, 0xBAD_0000));
+    assert_eq!(sim.queue_fault(info.queue_id).unwrap().address, Some(0xBAD_0000));
+    assert_eq!(kfd.wait_event(memory, Timeout::Immediate), Ok(WaitResult::Complete));
+    assert!(sim.gpu_resets().is_empty());
+    fx.cleanup(&kfd).unwrap();
+    kfd.check_invariants().unwrap();
+    assert_eq!(sim.accounting().queues, 0);
 }

@@ -17,9 +17,9 @@
 use std::sync::Mutex;
 
 use firmware_tests::queue_support::{cpu_node, gpu_nodes};
-use firmware_tests::with_big_stack;
+use firmware_tests::{SimKfd, device};
 use hsakmt_core::device::queue_manager::{QueueDesc, QueueError, QueueType};
-use hsakmt_core::device::{Allocation, Error, EventDescriptor, Kfd, MapNodes, Opened};
+use hsakmt_core::device::{Allocation, Error, EventDescriptor, MapNodes, Opened};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::event::{Timeout, WaitResult};
 use hsakmt_core::memory::MemFlags;
@@ -28,7 +28,7 @@ use hsakmt_core::queue::aql::{AqlPacket, Barrier, HeaderFlags};
 use hsakmt_core::uapi::kfd_ioctl_get_version_args;
 use hsakmt_sim::{CpMode, SimAccounting, SimMapping, SimPlatform};
 
-type K = Kfd<SimPlatform>;
+type K = SimKfd;
 
 const HOST: MemFlags = MemFlags::NON_PAGED.union(MemFlags::HOST_ACCESS);
 const VISIBLE_VRAM: MemFlags =
@@ -140,91 +140,89 @@ fn use_the_device(kfd: &K) -> Result<(), String> {
 
 #[test]
 fn a_forked_child_must_open_again_and_the_parent_is_unaffected() {
-    with_big_stack(|| {
-        let kfd: Box<K> = Box::new(Kfd::new(sim(false)));
-        kfd.open().unwrap();
-        let node = gpu_nodes(&kfd)[0];
-        let cpu = cpu_node(&kfd);
-        let host = pattern_buffer(&kfd, cpu, HOST, 0xA5);
-        let vram = pattern_buffer(&kfd, node, VISIBLE_VRAM, 0x5A);
-        let queue = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
-        let event = kfd.create_event(&EventDescriptor::signal()).unwrap();
-        let parent_books = kfd.platform().accounting();
-        assert!(mapped(host.addr) && mapped(vram.addr));
+    let kfd: Box<K> = device(sim(false));
+    kfd.open().unwrap();
+    let node = gpu_nodes(&kfd)[0];
+    let cpu = cpu_node(&kfd);
+    let host = pattern_buffer(&kfd, cpu, HOST, 0xA5);
+    let vram = pattern_buffer(&kfd, node, VISIBLE_VRAM, 0x5A);
+    let queue = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
+    let event = kfd.create_event(&EventDescriptor::signal()).unwrap();
+    let parent_books = kfd.platform().accounting();
+    assert!(mapped(host.addr) && mapped(vram.addr));
 
-        in_child(|| {
-            // Every call: "not opened in this process".
-            let forked = |what: &str, r: Result<(), Error>| match r {
-                Err(Error::ForkedChild) => Ok(()),
-                other => Err(format!("{what}: {other:?}")),
-            };
-            let q_forked = |what: &str, r: Result<(), QueueError>| match r {
-                Err(QueueError::Device(Error::ForkedChild)) => Ok(()),
-                other => Err(format!("{what}: {other:?}")),
-            };
-            ensure!(kfd.open_count() == 0, "open count {}", kfd.open_count());
-            forked("version", kfd.version().map(drop))?;
-            forked("topology", kfd.with_topology(|_| ()))?;
-            forked("alloc", kfd.alloc_memory(cpu, 4096, HOST).map(drop))?;
-            forked("map", kfd.map_memory_to_gpu(host.addr, MapNodes::All).map(drop))?;
-            forked("free", kfd.free_memory(host.addr))?;
-            forked("cpu view", kfd.cpu_mapping(vram.addr).map(drop))?;
-            forked("available", kfd.available_memory(node).map(drop))?;
-            forked("clock", kfd.clock_counters(node).map(drop))?;
-            forked("create event", kfd.create_event(&EventDescriptor::signal()).map(drop))?;
-            forked("set event", kfd.set_event(event))?;
-            forked("wait", kfd.wait_event(event, Timeout::Immediate).map(drop))?;
-            q_forked(
-                "create queue",
-                kfd.create_queue(&QueueDesc::new(node, QueueType::Sdma, 4096)).map(drop),
-            )?;
-            q_forked("destroy queue", kfd.destroy_queue(queue.handle))?;
-            forked("close", kfd.close())?;
-            let e = kfd.version().unwrap_err();
-            ensure!(e.kind() == ErrorKind::NotOpened, "kind {:?}", e.kind());
-            ensure!(e.to_string().contains("forked"), "message: {e}");
-            // The parent's buffers are not in the child: reading a parent view would fault.
-            ensure!(!mapped(host.addr), "the parent's host buffer is mapped in the child");
-            ensure!(!mapped(vram.addr), "the parent's VRAM view is mapped in the child");
-            // The kernel refuses the parent's descriptor in the child.
-            let mut v = kfd_ioctl_get_version_args::default();
-            let raw = kfd.platform().ioctl(&mut Ioctl::GetVersion(&mut v));
-            ensure!(raw == Err(Errno::EBADF), "the kernel answered the child with {raw:?}");
-            // Opening in the child discards the parent's state and works.
-            ensure!(kfd.open() == Ok(Opened::First), "open in the child");
-            ensure!(kfd.open_count() == 1, "open count after open");
-            ensure!(kfd.queue_count() == 0 && kfd.event_count() == 0, "parent's objects kept");
-            ensure!(kfd.memory_usage().objects == 0, "parent's memory objects kept");
-            kfd.check_invariants().map_err(|v| v.to_string())?;
-            use_the_device(&kfd)?;
-            kfd.check_invariants().map_err(|v| v.to_string())?;
-            kfd.close().map_err(|e| e.to_string())?;
-            let books = kfd.platform().accounting();
-            ensure!(books == SimAccounting::default(), "child's kernel state left: {books:?}");
-            Ok(())
-        })
-        .unwrap();
+    in_child(|| {
+        // Every call: "not opened in this process".
+        let forked = |what: &str, r: Result<(), Error>| match r {
+            Err(Error::ForkedChild) => Ok(()),
+            other => Err(format!("{what}: {other:?}")),
+        };
+        let q_forked = |what: &str, r: Result<(), QueueError>| match r {
+            Err(QueueError::Device(Error::ForkedChild)) => Ok(()),
+            other => Err(format!("{what}: {other:?}")),
+        };
+        ensure!(kfd.open_count() == 0, "open count {}", kfd.open_count());
+        forked("version", kfd.version().map(drop))?;
+        forked("topology", kfd.with_topology(|_| ()))?;
+        forked("alloc", kfd.alloc_memory(cpu, 4096, HOST).map(drop))?;
+        forked("map", kfd.map_memory_to_gpu(host.addr, MapNodes::All).map(drop))?;
+        forked("free", kfd.free_memory(host.addr))?;
+        forked("cpu view", kfd.cpu_mapping(vram.addr).map(drop))?;
+        forked("available", kfd.available_memory(node).map(drop))?;
+        forked("clock", kfd.clock_counters(node).map(drop))?;
+        forked("create event", kfd.create_event(&EventDescriptor::signal()).map(drop))?;
+        forked("set event", kfd.set_event(event))?;
+        forked("wait", kfd.wait_event(event, Timeout::Immediate).map(drop))?;
+        q_forked(
+            "create queue",
+            kfd.create_queue(&QueueDesc::new(node, QueueType::Sdma, 4096)).map(drop),
+        )?;
+        q_forked("destroy queue", kfd.destroy_queue(queue.handle))?;
+        forked("close", kfd.close())?;
+        let e = kfd.version().unwrap_err();
+        ensure!(e.kind() == ErrorKind::NotOpened, "kind {:?}", e.kind());
+        ensure!(e.to_string().contains("forked"), "message: {e}");
+        // The parent's buffers are not in the child: reading a parent view would fault.
+        ensure!(!mapped(host.addr), "the parent's host buffer is mapped in the child");
+        ensure!(!mapped(vram.addr), "the parent's VRAM view is mapped in the child");
+        // The kernel refuses the parent's descriptor in the child.
+        let mut v = kfd_ioctl_get_version_args::default();
+        let raw = kfd.platform().ioctl(&mut Ioctl::GetVersion(&mut v));
+        ensure!(raw == Err(Errno::EBADF), "the kernel answered the child with {raw:?}");
+        // Opening in the child discards the parent's state and works.
+        ensure!(kfd.open() == Ok(Opened::First), "open in the child");
+        ensure!(kfd.open_count() == 1, "open count after open");
+        ensure!(kfd.queue_count() == 0 && kfd.event_count() == 0, "parent's objects kept");
+        ensure!(kfd.memory_usage().objects == 0, "parent's memory objects kept");
+        kfd.check_invariants().map_err(|v| v.to_string())?;
+        use_the_device(&kfd)?;
+        kfd.check_invariants().map_err(|v| v.to_string())?;
+        kfd.close().map_err(|e| e.to_string())?;
+        let books = kfd.platform().accounting();
+        ensure!(books == SimAccounting::default(), "child's kernel state left: {books:?}");
+        Ok(())
+    })
+    .unwrap();
 
-        // The parent: unaffected by all of it.
-        assert_eq!(kfd.open_count(), 1);
-        assert_eq!(kfd.platform().accounting(), parent_books);
-        let mut back = [0u8; 8192];
-        host.mapping.as_ref().unwrap().read(0, &mut back).unwrap();
-        assert_eq!(back, [0xA5; 8192]);
-        vram.mapping.as_ref().unwrap().read(0, &mut back).unwrap();
-        assert_eq!(back, [0x5A; 8192]);
-        assert!(kfd.queue_info(queue.handle).is_ok());
-        kfd.set_event(event).unwrap();
-        assert_eq!(kfd.wait_event(event, Timeout::Immediate), Ok(WaitResult::Complete));
-        use_the_device(&kfd).unwrap();
-        kfd.destroy_queue(queue.handle).unwrap();
-        kfd.destroy_event(event).unwrap();
-        kfd.free(host).unwrap();
-        kfd.free(vram).unwrap();
-        kfd.check_invariants().unwrap();
-        kfd.close().unwrap();
-        assert_eq!(kfd.platform().accounting(), SimAccounting::default());
-    });
+    // The parent: unaffected by all of it.
+    assert_eq!(kfd.open_count(), 1);
+    assert_eq!(kfd.platform().accounting(), parent_books);
+    let mut back = [0u8; 8192];
+    host.mapping.as_ref().unwrap().read(0, &mut back).unwrap();
+    assert_eq!(back, [0xA5; 8192]);
+    vram.mapping.as_ref().unwrap().read(0, &mut back).unwrap();
+    assert_eq!(back, [0x5A; 8192]);
+    assert!(kfd.queue_info(queue.handle).is_ok());
+    kfd.set_event(event).unwrap();
+    assert_eq!(kfd.wait_event(event, Timeout::Immediate), Ok(WaitResult::Complete));
+    use_the_device(&kfd).unwrap();
+    kfd.destroy_queue(queue.handle).unwrap();
+    kfd.destroy_event(event).unwrap();
+    kfd.free(host).unwrap();
+    kfd.free(vram).unwrap();
+    kfd.check_invariants().unwrap();
+    kfd.close().unwrap();
+    assert_eq!(kfd.platform().accounting(), SimAccounting::default());
 }
 
 /// A process-id cache that survived the fork (libhsakmt's `clone` case): the library believes
@@ -232,27 +230,25 @@ fn a_forked_child_must_open_again_and_the_parent_is_unaffected() {
 /// [`Error::ForkedChild`] — from then on every call says so without asking the kernel.
 #[test]
 fn the_kernels_ebadf_reveals_a_fork_the_pid_cache_missed() {
-    with_big_stack(|| {
-        let kfd: Box<K> = Box::new(Kfd::new(sim(true)));
-        kfd.open().unwrap();
-        let node = gpu_nodes(&kfd)[0];
-        in_child(|| {
-            ensure!(kfd.open_count() == 1, "the stale cache should still see the parent");
-            let calls = kfd.platform().total_ioctl_calls();
-            let r = kfd.available_memory(node);
-            ensure!(r == Err(Error::ForkedChild), "available memory in the child: {r:?}");
-            ensure!(kfd.platform().total_ioctl_calls() == calls + 1, "one ioctl (refused)");
-            // Now known: no further kernel call.
-            ensure!(kfd.version() == Err(Error::ForkedChild), "version after EBADF");
-            let r = kfd.clock_counters(node).map(drop);
-            ensure!(r == Err(Error::ForkedChild), "clock after EBADF: {r:?}");
-            ensure!(kfd.platform().total_ioctl_calls() == calls + 1, "no further ioctl");
-            ensure!(kfd.open() == Ok(Opened::First), "open in the child");
-            use_the_device(&kfd)?;
-            kfd.close().map_err(|e| e.to_string())
-        })
-        .unwrap();
-        assert_eq!(kfd.available_memory(node).map(|a| a > 0), Ok(true), "the parent still works");
-        kfd.close().unwrap();
-    });
+    let kfd: Box<K> = device(sim(true));
+    kfd.open().unwrap();
+    let node = gpu_nodes(&kfd)[0];
+    in_child(|| {
+        ensure!(kfd.open_count() == 1, "the stale cache should still see the parent");
+        let calls = kfd.platform().total_ioctl_calls();
+        let r = kfd.available_memory(node);
+        ensure!(r == Err(Error::ForkedChild), "available memory in the child: {r:?}");
+        ensure!(kfd.platform().total_ioctl_calls() == calls + 1, "one ioctl (refused)");
+        // Now known: no further kernel call.
+        ensure!(kfd.version() == Err(Error::ForkedChild), "version after EBADF");
+        let r = kfd.clock_counters(node).map(drop);
+        ensure!(r == Err(Error::ForkedChild), "clock after EBADF: {r:?}");
+        ensure!(kfd.platform().total_ioctl_calls() == calls + 1, "no further ioctl");
+        ensure!(kfd.open() == Ok(Opened::First), "open in the child");
+        use_the_device(&kfd)?;
+        kfd.close().map_err(|e| e.to_string())
+    })
+    .unwrap();
+    assert_eq!(kfd.available_memory(node).map(|a| a > 0), Ok(true), "the parent still works");
+    kfd.close().unwrap();
 }

@@ -247,7 +247,7 @@ fn allocate_write_read_free_and_their_errors() {
 fn registered_memory_is_reachable_by_kernels() {
     let host = driver();
     let d: &dyn Driver = &host;
-    let mine = hsakmt_linux::mapping::map_shared_anywhere(8192).unwrap();
+    let mine = hsakmt_hostmem::map_shared_anywhere(8192).unwrap();
     let at = mine.addr() + 100;
     assert_eq!(d.register(at, 40), Ok(at));
     assert_eq!(d.register(at, 40).unwrap_err().kind(), ErrorKind::AlreadyRegistered);

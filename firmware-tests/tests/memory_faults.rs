@@ -2,13 +2,12 @@
 //! tables and the simulated kernel's accounting are exactly as before; the same operation
 //! succeeds once the fault is gone; an interrupted ioctl is simply issued again.
 
-use firmware_tests::{first_gpu, nr, opened, with_big_stack};
-use hsakmt_core::device::{Error, Kfd, MapNodes, MemoryUsage};
+use firmware_tests::{SimKfd, first_gpu, nr, opened};
+use hsakmt_core::device::{Error, MapNodes, MemoryUsage};
 use hsakmt_core::error::Errno;
 use hsakmt_core::memory::MemFlags;
 use hsakmt_core::memory::svm_attributes::SvmAttribute;
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping::{map_anonymous, reserve};
+use hsakmt_hostmem::{HostMapping, map_anonymous, reserve};
 use hsakmt_sim::{GpuMemoryUsage, IoctlFault, SimPlatform, Trigger};
 
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
@@ -84,10 +83,10 @@ struct Fixture {
     buffer: u64,
     user: u64,
     fd: u32,
-    _user_memory: LinuxMapping,
+    _user_memory: HostMapping,
 }
 
-fn prepare(kfd: &Kfd<SimPlatform>, op: Op) -> Fixture {
+fn prepare(kfd: &SimKfd, op: Op) -> Fixture {
     let (node, _) = first_gpu(kfd);
     let user = reserve(None, 2 * 4096, 4096).unwrap();
     let user_memory = map_anonymous(user, 2 * 4096).unwrap();
@@ -112,7 +111,7 @@ fn prepare(kfd: &Kfd<SimPlatform>, op: Op) -> Fixture {
     f
 }
 
-fn run(kfd: &Kfd<SimPlatform>, op: Op, f: &Fixture) -> Result<(), Error> {
+fn run(kfd: &SimKfd, op: Op, f: &Fixture) -> Result<(), Error> {
     let alloc = |flags| kfd.alloc_memory(f.node, 8192, flags).and_then(|a| kfd.free(a));
     match op {
         Op::AllocVram => alloc(COARSE_VRAM),
@@ -149,7 +148,7 @@ struct Books {
     xnack: bool,
 }
 
-fn books(kfd: &Kfd<SimPlatform>) -> Books {
+fn books(kfd: &SimKfd) -> Books {
     let (_, gpu_id) = first_gpu(kfd);
     let sim = kfd.platform();
     Books {
@@ -163,57 +162,53 @@ fn books(kfd: &Kfd<SimPlatform>) -> Books {
 
 #[test]
 fn every_memory_ioctl_fails_cleanly_and_recovers() {
-    with_big_stack(|| {
-        for op in Op::ALL {
-            for errno in [Errno::ENOMEM, Errno::EINVAL] {
-                let kfd = opened(SimPlatform::new());
-                let fixture = prepare(&kfd, op);
-                let before = books(&kfd);
-                let (nr, name) = op.ioctl();
-                kfd.platform().inject(IoctlFault { nr: Some(nr), errno, trigger: Trigger::Nth(1) });
-                let got = run(&kfd, op, &fixture);
-                assert_eq!(got, Err(Error::Ioctl { name, errno }), "{op:?} with {errno:?}");
-                assert_eq!(kfd.platform().injected_faults(), 1, "{op:?}");
-                assert_eq!(books(&kfd), before, "{op:?} with {errno:?}: books changed");
-                kfd.check_memory_invariants().unwrap();
-                run(&kfd, op, &fixture).unwrap_or_else(|e| panic!("{op:?} after the fault: {e}"));
-                kfd.check_memory_invariants().unwrap();
-            }
+    for op in Op::ALL {
+        for errno in [Errno::ENOMEM, Errno::EINVAL] {
+            let kfd = opened(SimPlatform::new());
+            let fixture = prepare(&kfd, op);
+            let before = books(&kfd);
+            let (nr, name) = op.ioctl();
+            kfd.platform().inject(IoctlFault { nr: Some(nr), errno, trigger: Trigger::Nth(1) });
+            let got = run(&kfd, op, &fixture);
+            assert_eq!(got, Err(Error::Ioctl { name, errno }), "{op:?} with {errno:?}");
+            assert_eq!(kfd.platform().injected_faults(), 1, "{op:?}");
+            assert_eq!(books(&kfd), before, "{op:?} with {errno:?}: books changed");
+            kfd.check_memory_invariants().unwrap();
+            run(&kfd, op, &fixture).unwrap_or_else(|e| panic!("{op:?} after the fault: {e}"));
+            kfd.check_memory_invariants().unwrap();
         }
-    });
+    }
 }
 
 #[test]
 fn interrupted_memory_ioctls_are_issued_again() {
-    with_big_stack(|| {
-        for op in Op::ALL {
-            let kfd = opened(SimPlatform::new());
-            let fixture = prepare(&kfd, op);
-            let (nr, _) = op.ioctl();
-            let before = kfd.platform().ioctl_calls(nr);
-            kfd.platform().inject(IoctlFault {
-                nr: Some(nr),
-                errno: Errno::EINTR,
-                trigger: Trigger::Nth(1),
-            });
-            run(&kfd, op, &fixture).unwrap_or_else(|e| panic!("{op:?} interrupted: {e}"));
-            assert!(kfd.platform().ioctl_calls(nr) - before >= 2, "{op:?}: issued again");
-            kfd.check_memory_invariants().unwrap();
-        }
-        // A signal storm longer than the retry budget surfaces as EINTR, with nothing changed.
+    for op in Op::ALL {
         let kfd = opened(SimPlatform::new());
-        let (node, _) = first_gpu(&kfd);
-        let before = books(&kfd);
+        let fixture = prepare(&kfd, op);
+        let (nr, _) = op.ioctl();
+        let before = kfd.platform().ioctl_calls(nr);
         kfd.platform().inject(IoctlFault {
-            nr: Some(nr::ALLOC),
+            nr: Some(nr),
             errno: Errno::EINTR,
-            trigger: Trigger::Always,
+            trigger: Trigger::Nth(1),
         });
-        let e = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap_err();
-        assert_eq!(e, Error::Ioctl { name: "ALLOC_MEMORY_OF_GPU", errno: Errno::EINTR });
-        assert_eq!(books(&kfd), before);
-        kfd.platform().clear_faults();
-        let a = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap();
-        kfd.free(a).unwrap();
+        run(&kfd, op, &fixture).unwrap_or_else(|e| panic!("{op:?} interrupted: {e}"));
+        assert!(kfd.platform().ioctl_calls(nr) - before >= 2, "{op:?}: issued again");
+        kfd.check_memory_invariants().unwrap();
+    }
+    // A signal storm longer than the retry budget surfaces as EINTR, with nothing changed.
+    let kfd = opened(SimPlatform::new());
+    let (node, _) = first_gpu(&kfd);
+    let before = books(&kfd);
+    kfd.platform().inject(IoctlFault {
+        nr: Some(nr::ALLOC),
+        errno: Errno::EINTR,
+        trigger: Trigger::Always,
     });
+    let e = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap_err();
+    assert_eq!(e, Error::Ioctl { name: "ALLOC_MEMORY_OF_GPU", errno: Errno::EINTR });
+    assert_eq!(books(&kfd), before);
+    kfd.platform().clear_faults();
+    let a = kfd.alloc_memory(node, 4096, COARSE_VRAM).unwrap();
+    kfd.free(a).unwrap();
 }

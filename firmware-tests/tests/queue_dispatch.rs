@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use firmware_tests::queue_support::{Signals, gpu_nodes, host_buffer, register_vadd, wait_until};
-use firmware_tests::with_big_stack;
+use firmware_tests::{SimKfd, device};
 use hsakmt_core::device::Kfd;
 use hsakmt_core::device::queue_manager::{QueueDesc, QueueType};
 use hsakmt_core::platform::SharedMemory;
@@ -15,8 +15,8 @@ use hsakmt_sim::{CpMode, KernelFault, SimPlatform};
 
 const T: Duration = Duration::from_secs(20);
 
-fn open(mode: CpMode) -> Box<Kfd<SimPlatform>> {
-    let kfd = Box::new(Kfd::new(SimPlatform::builder().cp_mode(mode).build()));
+fn open(mode: CpMode) -> Box<SimKfd> {
+    let kfd = device(SimPlatform::builder().cp_mode(mode).build());
     kfd.open().unwrap();
     kfd
 }
@@ -55,12 +55,12 @@ fn vadd_runs(mode: CpMode) {
 
 #[test]
 fn vector_add_threaded() {
-    with_big_stack(|| vadd_runs(CpMode::Threaded));
+    vadd_runs(CpMode::Threaded);
 }
 
 #[test]
 fn vector_add_step_mode() {
-    with_big_stack(|| vadd_runs(CpMode::Step));
+    vadd_runs(CpMode::Step);
 }
 
 /// Queue A's dispatch `i` adds `i` to `acc[i % 8]` and signals `sa[i]`; queue B waits on it
@@ -145,57 +145,53 @@ fn chained_queues(mode: CpMode) {
 
 #[test]
 fn barriers_chain_two_queues_threaded() {
-    with_big_stack(|| chained_queues(CpMode::Threaded));
+    chained_queues(CpMode::Threaded);
 }
 
 #[test]
 fn barriers_chain_two_queues_step_mode() {
-    with_big_stack(|| chained_queues(CpMode::Step));
+    chained_queues(CpMode::Step);
 }
 
 #[test]
 fn faulting_kernel_puts_queue_in_error() {
-    with_big_stack(|| {
-        let kfd = open(CpMode::Step);
-        let sim = kfd.platform();
-        let node = gpu_nodes(&kfd)[0];
-        let bad = sim.register_kernel("bad", |ctx| {
-            ctx.store_u32(0x10, 1)?;
-            Err(KernelFault::IllegalInstruction)
-        });
-        let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
-        let q = kfd.aql_queue(info.handle).unwrap();
-        q.submit(
-            &AqlPacket::KernelDispatch(KernelDispatch::linear(bad, 1, 1)).to_words().unwrap(),
-            || {},
-        );
-        sim.run_until_idle();
-        let fault = sim.queue_fault(info.queue_id).expect("queue in error");
-        assert_eq!(fault.exception, hsakmt_core::uapi::EC_QUEUE_WAVE_MEMORY_VIOLATION);
-        assert_eq!(fault.address, Some(0x10));
-        assert_eq!(sim.memory_faults(), vec![(info.gpu_id, 0x10, false)]);
+    let kfd = open(CpMode::Step);
+    let sim = kfd.platform();
+    let node = gpu_nodes(&kfd)[0];
+    let bad = sim.register_kernel("bad", |ctx| {
+        ctx.store_u32(0x10, 1)?;
+        Err(KernelFault::IllegalInstruction)
     });
+    let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
+    let q = kfd.aql_queue(info.handle).unwrap();
+    q.submit(
+        &AqlPacket::KernelDispatch(KernelDispatch::linear(bad, 1, 1)).to_words().unwrap(),
+        || {},
+    );
+    sim.run_until_idle();
+    let fault = sim.queue_fault(info.queue_id).expect("queue in error");
+    assert_eq!(fault.exception, hsakmt_core::uapi::EC_QUEUE_WAVE_MEMORY_VIOLATION);
+    assert_eq!(fault.address, Some(0x10));
+    assert_eq!(sim.memory_faults(), vec![(info.gpu_id, 0x10, false)]);
 }
 
 #[test]
 fn a_panicking_kernel_is_an_illegal_instruction() {
-    with_big_stack(|| {
-        let kfd = open(CpMode::Threaded);
-        let sim = kfd.platform();
-        let node = gpu_nodes(&kfd)[0];
-        let k = sim.register_kernel("panics", |_| panic!("kernel bug"));
-        let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
-        let q = kfd.aql_queue(info.handle).unwrap();
-        q.submit(
-            &AqlPacket::KernelDispatch(KernelDispatch::linear(k, 1, 1)).to_words().unwrap(),
-            || {},
-        );
-        wait_until(sim, T, "the queue error", || sim.queue_fault(info.queue_id).is_some());
-        let f = sim.queue_fault(info.queue_id).unwrap();
-        assert_eq!(f.exception, hsakmt_core::uapi::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
-        drop(q);
-        kfd.destroy_queue(info.handle).unwrap();
-    });
+    let kfd = open(CpMode::Threaded);
+    let sim = kfd.platform();
+    let node = gpu_nodes(&kfd)[0];
+    let k = sim.register_kernel("panics", |_| panic!("kernel bug"));
+    let info = kfd.create_queue(&QueueDesc::new(node, QueueType::ComputeAql, 4096)).unwrap();
+    let q = kfd.aql_queue(info.handle).unwrap();
+    q.submit(
+        &AqlPacket::KernelDispatch(KernelDispatch::linear(k, 1, 1)).to_words().unwrap(),
+        || {},
+    );
+    wait_until(sim, T, "the queue error", || sim.queue_fault(info.queue_id).is_some());
+    let f = sim.queue_fault(info.queue_id).unwrap();
+    assert_eq!(f.exception, hsakmt_core::uapi::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
+    drop(q);
+    kfd.destroy_queue(info.handle).unwrap();
 }
 
 #[test]

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use firmware_tests::queue_support::{Signals, cpu_node, gpu_nodes};
-use firmware_tests::with_big_stack;
+use firmware_tests::{SimKfd, device, driver};
 use hsakmt_core::device::queue_manager::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
-use hsakmt_core::device::{Allocation, EventDescriptor, Kfd, MapNodes, SignalCondition};
+use hsakmt_core::device::{Allocation, EventDescriptor, MapNodes, SignalCondition};
 use hsakmt_core::event::{EventHandle, Timeout, WaitResult};
 use hsakmt_core::memory::MemFlags;
 use hsakmt_core::platform::SharedMemory;
@@ -23,7 +23,7 @@ use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
 use hsakmt_core::queue::signal::{Mailbox, Signal};
 use hsakmt_sim::{CpMode, SimAccounting, SimMapping, SimPlatform};
 
-type K = Kfd<SimPlatform>;
+type K = SimKfd;
 
 const COARSE_VRAM: MemFlags = MemFlags::NON_PAGED.union(MemFlags::COARSE_GRAIN);
 const VISIBLE_VRAM: MemFlags = COARSE_VRAM.union(MemFlags::HOST_ACCESS);
@@ -290,75 +290,70 @@ fn books(kfd: &K) -> (u32, usize, usize, SimAccounting) {
 
 #[test]
 fn threads_at_once_keep_every_table_and_leak_nothing() {
-    with_big_stack(|| {
-        let secs = env_or("HSAKMT_STRESS_SECS", 3);
-        let threads = env_or("HSAKMT_STRESS_THREADS", 4).max(1);
-        let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
-        let kfd: Box<K> = Box::new(Kfd::new(sim));
-        kfd.open().unwrap();
-        let gpus: Vec<u32> = gpu_nodes(&kfd).into_iter().take(threads as usize).collect();
-        let cpu = cpu_node(&kfd);
-        let kernel = kfd.platform().register_kernel("touch", |_| Ok(()));
-        // Warm up what the process keeps for good: the event page and each node's doorbells.
-        let e = kfd.create_event(&EventDescriptor::signal()).unwrap();
-        kfd.destroy_event(e).unwrap();
-        for &n in &gpus {
-            for t in [QueueType::ComputeAql, QueueType::Sdma] {
-                let q = kfd.create_queue(&QueueDesc::new(n, t, 4096)).unwrap();
-                kfd.destroy_queue(q.handle).unwrap();
-            }
+    let secs = env_or("HSAKMT_STRESS_SECS", 3);
+    let threads = env_or("HSAKMT_STRESS_THREADS", 4).max(1);
+    let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
+    let kfd: Box<K> = device(sim);
+    kfd.open().unwrap();
+    let gpus: Vec<u32> = gpu_nodes(&kfd).into_iter().take(threads as usize).collect();
+    let cpu = cpu_node(&kfd);
+    let kernel = kfd.platform().register_kernel("touch", |_| Ok(()));
+    // Warm up what the process keeps for good: the event page and each node's doorbells.
+    let e = kfd.create_event(&EventDescriptor::signal()).unwrap();
+    kfd.destroy_event(e).unwrap();
+    for &n in &gpus {
+        for t in [QueueType::ComputeAql, QueueType::Sdma] {
+            let q = kfd.create_queue(&QueueDesc::new(n, t, 4096)).unwrap();
+            kfd.destroy_queue(q.handle).unwrap();
         }
-        let baseline = books(&kfd);
-        let shared =
-            kfd.create_queue(&QueueDesc::new(gpus[0], QueueType::ComputeAql, 1 << 16)).unwrap();
-        let producer = kfd.aql_queue(shared.handle).unwrap();
-        let shared_event = kfd.create_event(&EventDescriptor::signal()).unwrap();
-        let counts = Counts::default();
-        let start = Instant::now();
-        let s = Shared {
-            kfd: &kfd,
-            shared_queue: &producer,
-            kernel,
-            shared_event,
-            gpus,
-            cpu,
-            deadline: start + Duration::from_secs(secs),
-            counts: &counts,
-        };
-        std::thread::scope(|scope| {
-            for t in 0..threads {
-                let s = &s;
-                std::thread::Builder::new()
-                    .stack_size(8 << 20)
-                    .spawn_scoped(scope, move || worker(s, t))
-                    .unwrap();
-            }
-        });
-        let elapsed = start.elapsed();
-        drop(producer);
-        kfd.destroy_queue(shared.handle).unwrap();
-        kfd.destroy_event(shared_event).unwrap();
-        kfd.check_invariants().unwrap();
-        assert_eq!(books(&kfd), baseline, "the library and the kernel are back at the baseline");
-        let c = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        println!(
-            "stress: {threads} threads for {elapsed:.1?}: {} allocs, {} maps, {} unmaps, {} frees, \
-             {} event creates/destroys, {} event sets and waits, {} queues with {} dispatches, {} shared-queue \
-             dispatches, {} SDMA copies",
-            c(&counts.allocs),
-            c(&counts.maps),
-            c(&counts.unmaps),
-            c(&counts.frees),
-            c(&counts.events),
-            c(&counts.waits),
-            c(&counts.queues),
-            c(&counts.dispatches),
-            c(&counts.shared_dispatches),
-            c(&counts.copies),
-        );
-        kfd.close().unwrap();
-        assert_eq!(kfd.platform().accounting(), SimAccounting::default());
+    }
+    let baseline = books(&kfd);
+    let shared =
+        kfd.create_queue(&QueueDesc::new(gpus[0], QueueType::ComputeAql, 1 << 16)).unwrap();
+    let producer = kfd.aql_queue(shared.handle).unwrap();
+    let shared_event = kfd.create_event(&EventDescriptor::signal()).unwrap();
+    let counts = Counts::default();
+    let start = Instant::now();
+    let s = Shared {
+        kfd: &kfd,
+        shared_queue: &producer,
+        kernel,
+        shared_event,
+        gpus,
+        cpu,
+        deadline: start + Duration::from_secs(secs),
+        counts: &counts,
+    };
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let s = &s;
+            std::thread::Builder::new().spawn_scoped(scope, move || worker(s, t)).unwrap();
+        }
     });
+    let elapsed = start.elapsed();
+    drop(producer);
+    kfd.destroy_queue(shared.handle).unwrap();
+    kfd.destroy_event(shared_event).unwrap();
+    kfd.check_invariants().unwrap();
+    assert_eq!(books(&kfd), baseline, "the library and the kernel are back at the baseline");
+    let c = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    println!(
+        "stress: {threads} threads for {elapsed:.1?}: {} allocs, {} maps, {} unmaps, {} frees, \
+         {} event creates/destroys, {} event sets and waits, {} queues with {} dispatches, {} shared-queue \
+         dispatches, {} SDMA copies",
+        c(&counts.allocs),
+        c(&counts.maps),
+        c(&counts.unmaps),
+        c(&counts.frees),
+        c(&counts.events),
+        c(&counts.waits),
+        c(&counts.queues),
+        c(&counts.dispatches),
+        c(&counts.shared_dispatches),
+        c(&counts.copies),
+    );
+    kfd.close().unwrap();
+    assert_eq!(kfd.platform().accounting(), SimAccounting::default());
 }
 
 /// The driver layer shared by threads: allocation by region, signals, queues created and
@@ -367,93 +362,88 @@ fn threads_at_once_keep_every_table_and_leak_nothing() {
 /// down leaves the kernel with nothing.
 #[test]
 fn threads_share_the_driver_layer() {
-    use hsakmt_core::driver::{
-        AgentKind, Driver, DriverId, DriverKind, KfdDriver, QueueParams, RegionKind, Waited,
+    use hsakmt_core::driver::{AgentKind, Driver, DriverKind, QueueParams, RegionKind, Waited};
+    let secs = env_or("HSAKMT_STRESS_SECS", 3);
+    let threads = env_or("HSAKMT_STRESS_THREADS", 4).max(1);
+    let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
+    let kernel = sim.register_kernel("touch", |_| Ok(()));
+    let d = driver(DriverKind::Sim, sim.clone());
+    d.init().unwrap();
+    let gpus: Vec<_> = (0..d.agent_count())
+        .filter_map(|i| d.agent(i))
+        .filter(|a| a.kind == AgentKind::Gpu)
+        .take(threads as usize)
+        .map(|a| a.id)
+        .collect();
+    let region = |agent, kind| {
+        d.regions(agent).unwrap().iter().copied().find(|r| r.kind == kind).unwrap().id
     };
-    with_big_stack(|| {
-        let secs = env_or("HSAKMT_STRESS_SECS", 3);
-        let threads = env_or("HSAKMT_STRESS_THREADS", 4).max(1);
-        let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
-        let kernel = sim.register_kernel("touch", |_| Ok(()));
-        let d = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(0), sim.clone()));
-        d.init().unwrap();
-        let gpus: Vec<_> = (0..d.agent_count())
-            .filter_map(|i| d.agent(i))
-            .filter(|a| a.kind == AgentKind::Gpu)
-            .take(threads as usize)
-            .map(|a| a.id)
-            .collect();
-        let region = |agent, kind| {
-            d.regions(agent).unwrap().iter().copied().find(|r| r.kind == kind).unwrap().id
-        };
-        let shared = d.create_queue(gpus[0], &QueueParams::default()).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let ops = AtomicU64::new(0);
-        std::thread::scope(|scope| {
-            for t in 0..threads as usize {
-                let (d, ops, gpus) = (&d, &ops, &gpus);
-                std::thread::Builder::new()
-                    .stack_size(8 << 20)
-                    .spawn_scoped(scope, move || {
-                        let gpu = gpus[t % gpus.len()];
-                        let cpu = d.nearest_cpu(gpu).unwrap();
-                        let (host, vram) = (
-                            region(cpu, RegionKind::GlobalFineGrained),
-                            region(gpu, RegionKind::GlobalCoarseGrained),
-                        );
-                        let mut i = 0u64;
-                        while Instant::now() < deadline {
-                            i += 1;
-                            let src = d.allocate(host, 8192).unwrap();
-                            let dst = d.allocate(vram, 8192).unwrap();
-                            let back = d.allocate(host, 8192).unwrap();
-                            d.write(src.addr, &[t as u8; 8192]).unwrap();
-                            let done = d.create_signal(1).unwrap();
-                            // A dispatch on a fresh queue (or the shared one), then a copy
-                            // there and back.
-                            let own = i
-                                .is_multiple_of(2)
-                                .then(|| d.create_queue(gpu, &QueueParams::default()).unwrap());
-                            let mut k = KernelDispatch::linear(kernel, 64, 64);
-                            k.completion_signal = done.0;
-                            let packet = AqlPacket::KernelDispatch(k).to_words().unwrap();
-                            d.submit(own.unwrap_or(shared), &[packet]).unwrap();
-                            let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
-                            assert_eq!(w.unwrap(), Waited::Done(0));
-                            d.signal_store(done, 1).unwrap();
-                            d.copy(gpu, dst.addr, src.addr, 8192, &[], done).unwrap();
-                            let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
-                            assert_eq!(w.unwrap(), Waited::Done(0));
-                            d.signal_store(done, 1).unwrap();
-                            d.copy(gpu, back.addr, dst.addr, 8192, &[], done).unwrap();
-                            let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
-                            assert_eq!(w.unwrap(), Waited::Done(0));
-                            let mut got = [0u8; 8192];
-                            d.read(back.addr, &mut got).unwrap();
-                            assert_eq!(got, [t as u8; 8192]);
-                            if let Some(q) = own {
-                                d.destroy_queue(q).unwrap();
-                            }
-                            d.destroy_signal(done).unwrap();
-                            for b in [src, dst, back] {
-                                d.free(b.addr).unwrap();
-                            }
-                            ops.fetch_add(1, Ordering::Relaxed);
+    let shared = d.create_queue(gpus[0], &QueueParams::default()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let ops = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..threads as usize {
+            let (d, ops, gpus) = (&d, &ops, &gpus);
+            std::thread::Builder::new()
+                .spawn_scoped(scope, move || {
+                    let gpu = gpus[t % gpus.len()];
+                    let cpu = d.nearest_cpu(gpu).unwrap();
+                    let (host, vram) = (
+                        region(cpu, RegionKind::GlobalFineGrained),
+                        region(gpu, RegionKind::GlobalCoarseGrained),
+                    );
+                    let mut i = 0u64;
+                    while Instant::now() < deadline {
+                        i += 1;
+                        let src = d.allocate(host, 8192).unwrap();
+                        let dst = d.allocate(vram, 8192).unwrap();
+                        let back = d.allocate(host, 8192).unwrap();
+                        d.write(src.addr, &[t as u8; 8192]).unwrap();
+                        let done = d.create_signal(1).unwrap();
+                        // A dispatch on a fresh queue (or the shared one), then a copy
+                        // there and back.
+                        let own = i
+                            .is_multiple_of(2)
+                            .then(|| d.create_queue(gpu, &QueueParams::default()).unwrap());
+                        let mut k = KernelDispatch::linear(kernel, 64, 64);
+                        k.completion_signal = done.0;
+                        let packet = AqlPacket::KernelDispatch(k).to_words().unwrap();
+                        d.submit(own.unwrap_or(shared), &[packet]).unwrap();
+                        let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
+                        assert_eq!(w.unwrap(), Waited::Done(0));
+                        d.signal_store(done, 1).unwrap();
+                        d.copy(gpu, dst.addr, src.addr, 8192, &[], done).unwrap();
+                        let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
+                        assert_eq!(w.unwrap(), Waited::Done(0));
+                        d.signal_store(done, 1).unwrap();
+                        d.copy(gpu, back.addr, dst.addr, 8192, &[], done).unwrap();
+                        let w = d.signal_wait(done, SignalCondition::Eq(0), 20_000_000_000);
+                        assert_eq!(w.unwrap(), Waited::Done(0));
+                        let mut got = [0u8; 8192];
+                        d.read(back.addr, &mut got).unwrap();
+                        assert_eq!(got, [t as u8; 8192]);
+                        if let Some(q) = own {
+                            d.destroy_queue(q).unwrap();
                         }
-                    })
-                    .unwrap();
-            }
-        });
-        d.destroy_queue(shared).unwrap();
-        d.kfd().check_invariants().unwrap();
-        println!(
-            "stress (driver layer): {threads} threads for {secs} s: {} rounds of allocate, \
-             dispatch, two DMA copies, wait, free",
-            ops.load(Ordering::Relaxed)
-        );
-        d.shutdown().unwrap();
-        assert_eq!(sim.accounting(), SimAccounting::default(), "the kernel holds nothing");
+                        d.destroy_signal(done).unwrap();
+                        for b in [src, dst, back] {
+                            d.free(b.addr).unwrap();
+                        }
+                        ops.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+                .unwrap();
+        }
     });
+    d.destroy_queue(shared).unwrap();
+    d.kfd().check_invariants().unwrap();
+    println!(
+        "stress (driver layer): {threads} threads for {secs} s: {} rounds of allocate, \
+         dispatch, two DMA copies, wait, free",
+        ops.load(Ordering::Relaxed)
+    );
+    d.shutdown().unwrap();
+    assert_eq!(sim.accounting(), SimAccounting::default(), "the kernel holds nothing");
 }
 
 /// A driver dropped without `shutdown`, with queues, signals and memory alive: its views go
@@ -461,34 +451,31 @@ fn threads_share_the_driver_layer() {
 /// space the facade reserved is given back.
 #[test]
 fn dropping_a_busy_driver_loses_nothing() {
-    use hsakmt_core::driver::{AgentKind, Driver, DriverId, DriverKind, KfdDriver, QueueParams};
-    with_big_stack(|| {
-        let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
-        let d = Box::new(KfdDriver::new(DriverKind::Sim, DriverId(0), sim.clone()));
-        d.init().unwrap();
-        let gpu = (0..d.agent_count())
-            .filter_map(|i| d.agent(i))
-            .find(|a| a.kind == AgentKind::Gpu)
-            .unwrap()
-            .id;
-        let q = d.create_queue(gpu, &QueueParams::default()).unwrap();
-        let s = d.create_signal(1).unwrap();
-        let region = d.regions(gpu).unwrap()[0].id;
-        let b = d.allocate(region, 1 << 16).unwrap();
-        d.copy(gpu, b.addr, b.addr + 4096, 4096, &[], s).unwrap();
-        let _ = q;
-        assert!(sim.accounting().queues > 0);
-        let mapped = |addr: u64| {
-            std::fs::read_to_string("/proc/self/maps").unwrap().lines().any(|l| {
-                let (a, b) = l.split_whitespace().next().unwrap().split_once('-').unwrap();
-                let (a, b) =
-                    (u64::from_str_radix(a, 16).unwrap(), u64::from_str_radix(b, 16).unwrap());
-                (a..b).contains(&addr)
-            })
-        };
-        assert!(mapped(b.addr));
-        drop(d);
-        assert_eq!(sim.accounting(), SimAccounting::default());
-        assert!(!mapped(b.addr), "the facade gave its address reservations back");
-    });
+    use hsakmt_core::driver::{AgentKind, Driver, DriverKind, QueueParams};
+    let sim = SimPlatform::builder().cp_mode(CpMode::Threaded).build();
+    let d = driver(DriverKind::Sim, sim.clone());
+    d.init().unwrap();
+    let gpu = (0..d.agent_count())
+        .filter_map(|i| d.agent(i))
+        .find(|a| a.kind == AgentKind::Gpu)
+        .unwrap()
+        .id;
+    let q = d.create_queue(gpu, &QueueParams::default()).unwrap();
+    let s = d.create_signal(1).unwrap();
+    let region = d.regions(gpu).unwrap()[0].id;
+    let b = d.allocate(region, 1 << 16).unwrap();
+    d.copy(gpu, b.addr, b.addr + 4096, 4096, &[], s).unwrap();
+    let _ = q;
+    assert!(sim.accounting().queues > 0);
+    let mapped = |addr: u64| {
+        std::fs::read_to_string("/proc/self/maps").unwrap().lines().any(|l| {
+            let (a, b) = l.split_whitespace().next().unwrap().split_once('-').unwrap();
+            let (a, b) = (u64::from_str_radix(a, 16).unwrap(), u64::from_str_radix(b, 16).unwrap());
+            (a..b).contains(&addr)
+        })
+    };
+    assert!(mapped(b.addr));
+    drop(d);
+    assert_eq!(sim.accounting(), SimAccounting::default());
+    assert!(!mapped(b.addr), "the facade gave its address reservations back");
 }

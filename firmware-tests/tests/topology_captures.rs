@@ -1,7 +1,7 @@
 //! Every value in every file of every embedded capture appears, under its key, in the
 //! snapshot the core parser takes through the simulator.
 
-use firmware_tests::{key_values, sim, snapshot, with_big_stack};
+use firmware_tests::{key_values, sim, snapshot};
 use hsakmt_core::platform::{EntryKind, SysfsFile};
 use hsakmt_core::topology::{CacheKey, LinkKey, MemBankKey, NodeKey, Owner, SystemKey, Topology};
 use hsakmt_sim::profile_names;
@@ -100,34 +100,30 @@ fn check_profile(name: &str) -> usize {
 
 #[test]
 fn every_capture_value_is_in_the_snapshot() {
-    with_big_stack(|| {
-        let mut total = 0;
-        for name in profile_names() {
-            let n = check_profile(name);
-            println!("{name}: {n} values checked");
-            total += n;
-        }
-        // The MI308X capture alone has tens of thousands of values.
-        assert!(total > 30_000, "only {total} values checked");
-    });
+    let mut total = 0;
+    for name in profile_names() {
+        let n = check_profile(name);
+        println!("{name}: {n} values checked");
+        total += n;
+    }
+    // The MI308X capture alone has tens of thousands of values.
+    assert!(total > 30_000, "only {total} values checked");
 }
 
 #[test]
 fn capture_facts() {
-    with_big_stack(|| {
-        let topo = snapshot(&sim("mi308x-8gpu-cpx"));
-        assert_eq!(topo.node_count(), 34);
-        assert_eq!(topo.gpu_count(), 32);
-        assert!(topo.warnings().is_empty(), "{:?}", topo.warnings());
-        let gpu = topo.node(2).unwrap();
-        assert_eq!(gpu.gfx().unwrap().to_string(), "gfx942");
-        assert_eq!(gpu.vram_bytes(), Some(51_539_607_552));
+    let topo = snapshot(&sim("mi308x-8gpu-cpx"));
+    assert_eq!(topo.node_count(), 34);
+    assert_eq!(topo.gpu_count(), 32);
+    assert!(topo.warnings().is_empty(), "{:?}", topo.warnings());
+    let gpu = topo.node(2).unwrap();
+    assert_eq!(gpu.gfx().unwrap().to_string(), "gfx942");
+    assert_eq!(gpu.vram_bytes(), Some(51_539_607_552));
 
-        let topo = snapshot(&sim("mi25-vega10-rocm18"));
-        assert_eq!(topo.node(1).unwrap().gfx().unwrap().to_string(), "gfx900");
-        assert_eq!(topo.node(1).unwrap().caches().len(), 96);
+    let topo = snapshot(&sim("mi25-vega10-rocm18"));
+    assert_eq!(topo.node(1).unwrap().gfx().unwrap().to_string(), "gfx900");
+    assert_eq!(topo.node(1).unwrap().caches().len(), 96);
 
-        let topo = snapshot(&sim("cpu-only-virtual-crat-2021"));
-        assert_eq!((topo.node_count(), topo.gpu_count()), (1, 0));
-    });
+    let topo = snapshot(&sim("cpu-only-virtual-crat-2021"));
+    assert_eq!((topo.node_count(), topo.gpu_count()), (1, 0));
 }

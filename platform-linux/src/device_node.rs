@@ -1,9 +1,10 @@
 //! Opening `/dev/kfd` with errors a person can act on.
 
-use hsakmt_core::error::Errno;
 use hsakmt_core::platform::OpenError;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
+
+use crate::errno::from_rustix;
 
 /// The KFD character device.
 pub const KFD_DEVICE: &str = "/dev/kfd";
@@ -27,7 +28,7 @@ pub fn open_device(path: &str) -> Result<OwnedFd, OpenError> {
                 let group = gid.and_then(group_name);
                 return Err(OpenError::PermissionDenied { gid, group });
             }
-            Err(e) => return Err(OpenError::Os(Errno(e.raw_os_error()))),
+            Err(e) => return Err(OpenError::Os(from_rustix(e))),
         }
     }
 }

@@ -1,6 +1,11 @@
 //! `/dev/kfd` ioctls: the typed [`Ioctl`] requests of core turned into the kernel's request
 //! codes and argument memory.
 //!
+//! Each request code is tied to its argument type at compile time: the wrapper takes a `&mut T`
+//! and issues `T::CHECKED_REQUEST` ([`IoctlArg`]), whose size field core proves equal to
+//! `size_of::<T>()`; no code is paired with an argument by hand. `AMDKFD_IOC_SVM`, whose size
+//! covers a variable number of trailing attributes, builds its code from the same checked one.
+//!
 //! Kernel facts (`kfd_chardev.c`): the kernel indexes its table by `_IOC_NR` only, copies
 //! `_IOC_SIZE(cmd)` bytes in, zero-fills up to its own struct size and copies the same number
 //! of bytes back, so the request size is always the size of our (1.23) struct. A file opened by
@@ -13,10 +18,12 @@ use core::mem::size_of;
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{DbgTrapData, Ioctl};
 use hsakmt_core::uapi::{
-    self, kfd_ioctl_dbg_trap_args, kfd_ioctl_svm_args, kfd_ioctl_svm_attribute,
+    self, IoctlArg, kfd_ioctl_dbg_trap_args, kfd_ioctl_svm_args, kfd_ioctl_svm_attribute,
 };
 use rustix::fd::BorrowedFd;
 use rustix::ioctl::{IoctlOutput, Opcode};
+
+use crate::errno::from_rustix;
 
 /// Most SVM attributes one `AMDKFD_IOC_SVM` call can carry (the argument is assembled in a
 /// stack buffer; libhsakmt's callers pass at most a handful).
@@ -28,9 +35,9 @@ struct Raw {
     arg: *mut c_void,
 }
 
-// SAFETY: `Raw` passes a pointer to a live, correctly sized argument (built by `issue` from a
-// `&mut` borrow or a local buffer that outlives the call); the kernel reads and writes at most
-// `_IOC_SIZE(code)` bytes, which `issue` makes equal to the argument's size.
+// SAFETY: `Raw` passes a pointer to a live, correctly sized argument (built by `call` from a
+// `&mut T` whose code carries `size_of::<T>()`, or by `svm` from a local block whose size the
+// code carries); the kernel reads and writes at most `_IOC_SIZE(code)` bytes.
 unsafe impl rustix::ioctl::Ioctl for Raw {
     type Output = u32;
     const IS_MUTATING: bool = true;
@@ -49,16 +56,31 @@ unsafe impl rustix::ioctl::Ioctl for Raw {
     }
 }
 
-fn call(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<(), Errno> {
-    call_counted(fd, code, arg).map(|_| ())
+/// Issues `code` with `arg` (null for `_IO` requests); the ioctl's non-negative result (the
+/// queue count of `DBG_TRAP`'s suspend and resume, else 0).
+///
+/// # Safety
+/// `arg` is null for a request without argument, else points to `_IOC_SIZE(code)` bytes that
+/// stay borrowed, readable and writable for the call, and every pointer field in them names
+/// memory the kernel may read or write as the request defines.
+unsafe fn raw(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<u32, Errno> {
+    // SAFETY: see `impl Ioctl for Raw` and this function's contract.
+    unsafe { rustix::ioctl::ioctl(fd, Raw { code, arg }) }.map_err(from_rustix)
 }
 
-/// [`call`] returning the ioctl's non-negative result (the queue count of `DBG_TRAP`'s
-/// suspend and resume).
-fn call_counted(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<u32, Errno> {
-    // SAFETY: see `impl Ioctl for Raw`; every caller passes a pointer to an argument of exactly
-    // `_IOC_SIZE(code)` bytes that stays borrowed for the duration of the call.
-    unsafe { rustix::ioctl::ioctl(fd, Raw { code, arg }) }.map_err(|e| Errno(e.raw_os_error()))
+/// Issues the request of argument type `T` with `arg`; its pointer fields must already name the
+/// caller's slices (`issue` fills them from the borrowed slices of the request) or be zero.
+fn call<T: IoctlArg>(fd: BorrowedFd<'_>, arg: &mut T) -> Result<(), Errno> {
+    call_counted(fd, arg).map(|_| ())
+}
+
+/// [`call`] returning the ioctl's non-negative result.
+fn call_counted<T: IoctlArg>(fd: BorrowedFd<'_>, arg: &mut T) -> Result<u32, Errno> {
+    // SAFETY: `T::CHECKED_REQUEST` carries `size_of::<T>()` (proved at compile time), and
+    // `arg` is a live `&mut T` for the call; `issue` stored the address and length of a
+    // borrowed slice into each pointer field of the requests that have one and zeroed the
+    // pointer fields of the others.
+    unsafe { raw(fd, T::CHECKED_REQUEST, ptr(arg)) }
 }
 
 fn ptr<T>(arg: &mut T) -> *mut c_void {
@@ -79,95 +101,95 @@ fn count<T>(slice: &[T]) -> Result<u32, Errno> {
 /// # Errors
 /// The kernel's errno; `E2BIG` when an SVM request has more than [`MAX_SVM_ATTRS`] attributes.
 pub fn issue(fd: BorrowedFd<'_>, request: &mut Ioctl<'_>) -> Result<(), Errno> {
-    use uapi::*;
     match request {
-        Ioctl::GetVersion(a) => call(fd, AMDKFD_IOC_GET_VERSION, ptr(*a)),
-        Ioctl::CreateQueue(a) => call(fd, AMDKFD_IOC_CREATE_QUEUE, ptr(*a)),
-        Ioctl::DestroyQueue(a) => call(fd, AMDKFD_IOC_DESTROY_QUEUE, ptr(*a)),
-        Ioctl::SetMemoryPolicy(a) => call(fd, AMDKFD_IOC_SET_MEMORY_POLICY, ptr(*a)),
-        Ioctl::GetClockCounters(a) => call(fd, AMDKFD_IOC_GET_CLOCK_COUNTERS, ptr(*a)),
-        Ioctl::GetProcessApertures(a) => call(fd, AMDKFD_IOC_GET_PROCESS_APERTURES, ptr(*a)),
-        Ioctl::DbgRegisterDeprecated(a) => call(fd, AMDKFD_IOC_DBG_REGISTER_DEPRECATED, ptr(*a)),
-        Ioctl::DbgUnregisterDeprecated(a) => {
-            call(fd, AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, ptr(*a))
-        }
+        Ioctl::GetVersion(a) => call(fd, *a),
+        Ioctl::CreateQueue(a) => call(fd, *a),
+        Ioctl::DestroyQueue(a) => call(fd, *a),
+        Ioctl::SetMemoryPolicy(a) => call(fd, *a),
+        Ioctl::GetClockCounters(a) => call(fd, *a),
+        Ioctl::GetProcessApertures(a) => call(fd, *a),
+        Ioctl::DbgRegisterDeprecated(a) => call(fd, *a),
+        Ioctl::DbgUnregisterDeprecated(a) => call(fd, *a),
         Ioctl::DbgAddressWatchDeprecated(a) => {
             a.content_ptr = 0;
-            call(fd, AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, ptr(*a))
+            call(fd, *a)
         }
         Ioctl::DbgWaveControlDeprecated(a) => {
             a.content_ptr = 0;
-            call(fd, AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, ptr(*a))
+            call(fd, *a)
         }
-        Ioctl::UpdateQueue(a) => call(fd, AMDKFD_IOC_UPDATE_QUEUE, ptr(*a)),
-        Ioctl::CreateEvent(a) => call(fd, AMDKFD_IOC_CREATE_EVENT, ptr(*a)),
-        Ioctl::DestroyEvent(a) => call(fd, AMDKFD_IOC_DESTROY_EVENT, ptr(*a)),
-        Ioctl::SetEvent(a) => call(fd, AMDKFD_IOC_SET_EVENT, ptr(*a)),
-        Ioctl::ResetEvent(a) => call(fd, AMDKFD_IOC_RESET_EVENT, ptr(*a)),
+        Ioctl::UpdateQueue(a) => call(fd, *a),
+        Ioctl::CreateEvent(a) => call(fd, *a),
+        Ioctl::DestroyEvent(a) => call(fd, *a),
+        Ioctl::SetEvent(a) => call(fd, *a),
+        Ioctl::ResetEvent(a) => call(fd, *a),
         Ioctl::WaitEvents { args, events } => {
             args.events_ptr = addr(events);
             args.num_events = count(events)?;
-            call(fd, AMDKFD_IOC_WAIT_EVENTS, ptr(*args))
+            call(fd, *args)
         }
-        Ioctl::SetScratchBackingVa(a) => call(fd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, ptr(*a)),
+        Ioctl::SetScratchBackingVa(a) => call(fd, *a),
         Ioctl::GetTileConfig { args, tile_config, macro_tile_config } => {
             args.tile_config_ptr = addr(tile_config);
             args.num_tile_configs = count(tile_config)?;
             args.macro_tile_config_ptr = addr(macro_tile_config);
             args.num_macro_tile_configs = count(macro_tile_config)?;
-            call(fd, AMDKFD_IOC_GET_TILE_CONFIG, ptr(*args))
+            call(fd, *args)
         }
-        Ioctl::SetTrapHandler(a) => call(fd, AMDKFD_IOC_SET_TRAP_HANDLER, ptr(*a)),
+        Ioctl::SetTrapHandler(a) => call(fd, *a),
         Ioctl::GetProcessAperturesNew { args, apertures } => {
             args.kfd_process_device_apertures_ptr = addr(apertures);
             args.num_of_nodes = count(apertures)?;
-            call(fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, ptr(*args))
+            call(fd, *args)
         }
-        Ioctl::AcquireVm(a) => call(fd, AMDKFD_IOC_ACQUIRE_VM, ptr(*a)),
-        Ioctl::AllocMemoryOfGpu(a) => call(fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, ptr(*a)),
-        Ioctl::FreeMemoryOfGpu(a) => call(fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, ptr(*a)),
+        Ioctl::AcquireVm(a) => call(fd, *a),
+        Ioctl::AllocMemoryOfGpu(a) => call(fd, *a),
+        Ioctl::FreeMemoryOfGpu(a) => call(fd, *a),
         Ioctl::MapMemoryToGpu { args, devices } => {
             args.device_ids_array_ptr = addr(devices);
             args.n_devices = count(devices)?;
-            call(fd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, ptr(*args))
+            call(fd, *args)
         }
         Ioctl::UnmapMemoryFromGpu { args, devices } => {
             args.device_ids_array_ptr = addr(devices);
             args.n_devices = count(devices)?;
-            call(fd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, ptr(*args))
+            call(fd, *args)
         }
         Ioctl::SetCuMask { args, mask } => {
             args.cu_mask_ptr = addr(mask);
             args.num_cu_mask = count(mask)?.checked_mul(32).ok_or(Errno::E2BIG)?;
-            call(fd, AMDKFD_IOC_SET_CU_MASK, ptr(*args))
+            call(fd, *args)
         }
-        Ioctl::GetQueueWaveState(a) => call(fd, AMDKFD_IOC_GET_QUEUE_WAVE_STATE, ptr(*a)),
+        Ioctl::GetQueueWaveState(a) => call(fd, *a),
         Ioctl::GetDmabufInfo { args, metadata } => {
             args.metadata_ptr = addr(metadata);
             args.metadata_size = count(metadata)?;
-            call(fd, AMDKFD_IOC_GET_DMABUF_INFO, ptr(*args))
+            call(fd, *args)
         }
-        Ioctl::ImportDmabuf(a) => call(fd, AMDKFD_IOC_IMPORT_DMABUF, ptr(*a)),
-        Ioctl::AllocQueueGws(a) => call(fd, AMDKFD_IOC_ALLOC_QUEUE_GWS, ptr(*a)),
-        Ioctl::SmiEvents(a) => call(fd, AMDKFD_IOC_SMI_EVENTS, ptr(*a)),
+        Ioctl::ImportDmabuf(a) => call(fd, *a),
+        Ioctl::AllocQueueGws(a) => call(fd, *a),
+        Ioctl::SmiEvents(a) => call(fd, *a),
         Ioctl::Svm { args, attrs } => svm(fd, args, attrs),
-        Ioctl::SetXnackMode(a) => call(fd, AMDKFD_IOC_SET_XNACK_MODE, ptr(*a)),
-        Ioctl::AvailableMemory(a) => call(fd, AMDKFD_IOC_AVAILABLE_MEMORY, ptr(*a)),
-        Ioctl::ExportDmabuf(a) => call(fd, AMDKFD_IOC_EXPORT_DMABUF, ptr(*a)),
-        Ioctl::RuntimeEnable(a) => call(fd, AMDKFD_IOC_RUNTIME_ENABLE, ptr(*a)),
+        Ioctl::SetXnackMode(a) => call(fd, *a),
+        Ioctl::AvailableMemory(a) => call(fd, *a),
+        Ioctl::ExportDmabuf(a) => call(fd, *a),
+        Ioctl::RuntimeEnable(a) => call(fd, *a),
         Ioctl::CriuOp(a) => {
             a.devices = 0;
             a.bos = 0;
             a.priv_data = 0;
-            call(fd, AMDKFD_IOC_CRIU_OP, ptr(*a))
+            call(fd, *a)
         }
         Ioctl::DbgTrap { args, data, returned } => {
             bind_dbg_trap(args, data)?;
-            *returned = call_counted(fd, AMDKFD_IOC_DBG_TRAP, ptr(*args))?;
+            *returned = call_counted(fd, *args)?;
             Ok(())
         }
-        Ioctl::CreateProcess => call(fd, AMDKFD_IOC_CREATE_PROCESS, core::ptr::null_mut()),
-        Ioctl::Profiler(a) => call(fd, AMDKFD_IOC_PROFILER, ptr(*a)),
+        // SAFETY: `_IO` request: no argument.
+        Ioctl::CreateProcess => unsafe {
+            raw(fd, uapi::AMDKFD_IOC_CREATE_PROCESS, core::ptr::null_mut()).map(|_| ())
+        },
+        Ioctl::Profiler(a) => call(fd, *a),
         _ => Err(Errno::ENOTTY),
     }
 }
@@ -262,12 +284,52 @@ fn svm(
     let mut block =
         Block { head: *args, attrs: [kfd_ioctl_svm_attribute::default(); MAX_SVM_ATTRS] };
     block.attrs[..attrs.len()].copy_from_slice(attrs);
-    let size = size_of::<kfd_ioctl_svm_args>() + size_of_val(attrs);
-    let size = u32::try_from(size).map_err(|_| Errno::E2BIG)?;
-    // _IOWR('K', 0x20, size): direction 3 in bits 30..31, size in bits 16..29.
-    let code = (uapi::AMDKFD_IOC_SVM & !(0x3fff << 16)) | (size << 16);
-    let result = call(fd, code, ptr(&mut block));
+    let code = svm_request(attrs.len())?;
+    // SAFETY: `block` is a live local holding the fixed part and `nattr` attributes in C
+    // layout, at least as many bytes as the code's size field says (`svm_request`).
+    let result = unsafe { raw(fd, code, ptr(&mut block)) }.map(|_| ());
     *args = block.head;
     attrs.copy_from_slice(&block.attrs[..attrs.len()]);
     result
+}
+
+/// The `AMDKFD_IOC_SVM` request for `attrs` trailing attributes: the checked code of the fixed
+/// part with its size field covering the attributes too.
+fn svm_request(attrs: usize) -> Result<u32, Errno> {
+    let size = size_of::<kfd_ioctl_svm_attribute>()
+        .checked_mul(attrs)
+        .and_then(|a| a.checked_add(size_of::<kfd_ioctl_svm_args>()))
+        .filter(|s| *s <= uapi::_IOC_SIZEMASK as usize)
+        .ok_or(Errno::E2BIG)?;
+    let fixed = kfd_ioctl_svm_args::CHECKED_REQUEST;
+    let (dir, ty, nr) = (uapi::_IOC_DIR(fixed), uapi::_IOC_TYPE(fixed), uapi::_IOC_NR(fixed));
+    Ok(uapi::_IOC(dir, ty, nr, u32::try_from(size).map_err(|_| Errno::E2BIG)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svm_request_sizes_cover_the_attributes() {
+        // No attributes: the header's code itself.
+        assert_eq!(svm_request(0), Ok(uapi::AMDKFD_IOC_SVM));
+        let code = svm_request(MAX_SVM_ATTRS).unwrap();
+        assert_eq!(code & !(uapi::_IOC_SIZEMASK << uapi::_IOC_SIZESHIFT), {
+            uapi::AMDKFD_IOC_SVM & !(uapi::_IOC_SIZEMASK << uapi::_IOC_SIZESHIFT)
+        });
+        assert_eq!(uapi::_IOC_SIZE(code) as usize, 24 + MAX_SVM_ATTRS * 8);
+        assert_eq!(svm_request(usize::MAX), Err(Errno::E2BIG));
+        assert_eq!(svm_request(1 << 11), Err(Errno::E2BIG));
+    }
+
+    #[test]
+    fn every_argument_type_issues_its_own_code() {
+        // `call` issues `T::CHECKED_REQUEST`: the code of the header entry naming `T`.
+        assert_eq!(
+            uapi::kfd_ioctl_create_queue_args::CHECKED_REQUEST,
+            uapi::AMDKFD_IOC_CREATE_QUEUE
+        );
+        assert_eq!(uapi::kfd_ioctl_wait_events_args::CHECKED_REQUEST, uapi::AMDKFD_IOC_WAIT_EVENTS);
+    }
 }

@@ -3,10 +3,9 @@
 //! report what it could not do.
 
 use hsakmt_core::error::Errno;
+use linux_raw_sys::general::SCHED_FIFO;
 
-fn errno(e: rustix::io::Errno) -> Errno {
-    Errno(e.raw_os_error())
-}
+use crate::errno::from_rustix;
 
 /// Locks the process's current and future memory (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so
 /// page faults cannot stall the loop.
@@ -15,7 +14,7 @@ fn errno(e: rustix::io::Errno) -> Errno {
 /// `ENOMEM` when the memlock limit is too small, `EPERM` without permission.
 pub fn lock_memory() -> Result<(), Errno> {
     rustix::mm::mlockall(rustix::mm::MlockAllFlags::CURRENT | rustix::mm::MlockAllFlags::FUTURE)
-        .map_err(errno)
+        .map_err(from_rustix)
 }
 
 /// Pins the calling thread to CPU `cpu`.
@@ -25,7 +24,7 @@ pub fn lock_memory() -> Result<(), Errno> {
 pub fn pin_current_thread(cpu: usize) -> Result<(), Errno> {
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu);
-    rustix::thread::sched_setaffinity(None, &set).map_err(errno)
+    rustix::thread::sched_setaffinity(None, &set).map_err(from_rustix)
 }
 
 /// The CPUs the calling thread may run on, lowest first (at most `out.len()`); returns how
@@ -34,7 +33,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), Errno> {
 /// # Errors
 /// The errno of `sched_getaffinity`.
 pub fn allowed_cpus(out: &mut [usize]) -> Result<usize, Errno> {
-    let set = rustix::thread::sched_getaffinity(None).map_err(errno)?;
+    let set = rustix::thread::sched_getaffinity(None).map_err(from_rustix)?;
     let mut n = 0;
     for cpu in 0..rustix::thread::CpuSet::MAX_CPU {
         if set.is_set(cpu) {
@@ -46,9 +45,6 @@ pub fn allowed_cpus(out: &mut [usize]) -> Result<usize, Errno> {
     Ok(n)
 }
 
-/// `SCHED_FIFO` in `<sched.h>`.
-const SCHED_FIFO: usize = 1;
-
 /// Runs the calling thread under `SCHED_FIFO` at `priority` (1–99).
 ///
 /// # Errors
@@ -59,12 +55,13 @@ pub fn set_realtime(priority: u32) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let param: [i32; 1] = [i32::try_from(priority).map_err(|_| Errno::EINVAL)?];
-    sched_setscheduler(SCHED_FIFO, &param)
+    sched_setscheduler(SCHED_FIFO as usize, &param)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn sched_setscheduler(policy: usize, param: &[i32; 1]) -> Result<(), Errno> {
-    const NR_SCHED_SETSCHEDULER: usize = 144;
+    use linux_raw_sys::general::__NR_sched_setscheduler;
+
     let ret: isize;
     // SAFETY: `sched_setscheduler(0, policy, &param)` reads one `struct sched_param` (a single
     // int) from `param`, which is a live, initialised `[i32; 1]` borrowed for the call; the
@@ -73,7 +70,7 @@ fn sched_setscheduler(policy: usize, param: &[i32; 1]) -> Result<(), Errno> {
     unsafe {
         core::arch::asm!(
             "syscall",
-            inlateout("rax") NR_SCHED_SETSCHEDULER as isize => ret,
+            inlateout("rax") __NR_sched_setscheduler as isize => ret,
             in("rdi") 0usize,
             in("rsi") policy,
             in("rdx") param.as_ptr(),

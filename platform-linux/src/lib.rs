@@ -1,8 +1,10 @@
 //! # hsakmt-linux
 //!
 //! The hsakmt-rs platform over real Linux system calls, made with `rustix` (no libc needed):
-//! the KFD sysfs topology tree and `/dev/kfd`. All of the workspace's `unsafe` for talking to the
-//! kernel lives in this crate, each block with a `// SAFETY:` comment naming its guarantee.
+//! the KFD sysfs topology tree and `/dev/kfd`. The workspace's `unsafe` for talking to the kernel
+//! lives in this crate (and host memory in `hsakmt-hostmem`), each block with a `// SAFETY:`
+//! comment naming its guarantee. Doorbells are rung as on a GPU: a release fence and one plain
+//! volatile store to the uncached doorbell page ([`doorbell`]).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
@@ -18,7 +20,8 @@ compile_error!("the `rt` runtime supports x86_64 Linux only");
 pub mod descriptor;
 pub mod device_node;
 #[cfg(feature = "std")]
-pub mod fork;
+pub mod doorbell;
+mod errno;
 pub mod kfd;
 pub mod latency;
 #[cfg(feature = "std")]
@@ -42,5 +45,5 @@ pub use monitor::{EventMonitor, MonitorError};
 #[cfg(feature = "std")]
 pub use platform::LinuxPlatform;
 #[cfg(feature = "std")]
-pub use storage::{BoxedMemory, boxed_tables};
+pub use storage::{BoxedMemory, boxed_driver, boxed_kfd, boxed_tables};
 pub use sysfs::{KFD_TOPOLOGY_ROOT, SysfsTree};

@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hsakmt_core::device::{Error, EventDescriptor, Kfd};
+use hsakmt_core::device::{
+    DEFAULT_MEMORY_OBJECTS, Error, EventDescriptor, Inline, Kfd, MemoryStorage,
+};
 use hsakmt_core::event::{EventHandle, Timeout};
 use hsakmt_core::platform::Platform;
 
@@ -57,7 +59,11 @@ pub struct MonitorStats {
 /// A thread dispatching the callbacks of one device (see the module docs).
 ///
 /// Dropping the monitor stops it (waiting for a running callback to return).
-pub struct EventMonitor<P: Platform, K: Deref<Target = Kfd<P>>> {
+pub struct EventMonitor<
+    P: Platform,
+    K: Deref<Target = Kfd<P, S>>,
+    S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY_OBJECTS>,
+> {
     kfd: K,
     wake: EventHandle,
     stop: Arc<AtomicBool>,
@@ -65,7 +71,9 @@ pub struct EventMonitor<P: Platform, K: Deref<Target = Kfd<P>>> {
     thread: Option<JoinHandle<Result<(), Error>>>,
 }
 
-impl<P: Platform, K: Deref<Target = Kfd<P>>> core::fmt::Debug for EventMonitor<P, K> {
+impl<P: Platform, K: Deref<Target = Kfd<P, S>>, S: MemoryStorage<P::Mapping>> core::fmt::Debug
+    for EventMonitor<P, K, S>
+{
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("EventMonitor")
             .field("wake", &self.wake)
@@ -74,10 +82,11 @@ impl<P: Platform, K: Deref<Target = Kfd<P>>> core::fmt::Debug for EventMonitor<P
     }
 }
 
-impl<P, K> EventMonitor<P, K>
+impl<P, K, S> EventMonitor<P, K, S>
 where
     P: Platform + 'static,
-    K: Deref<Target = Kfd<P>> + Clone + Send + 'static,
+    K: Deref<Target = Kfd<P, S>> + Clone + Send + 'static,
+    S: MemoryStorage<P::Mapping> + 'static,
 {
     /// Starts a monitor for the (open) device `kfd` — an `Arc<Kfd<P>>` or a `&'static Kfd<P>`.
     /// It creates one signal event to wake itself and names it the device's dispatch wake
@@ -142,7 +151,9 @@ where
     }
 }
 
-impl<P: Platform, K: Deref<Target = Kfd<P>>> EventMonitor<P, K> {
+impl<P: Platform, K: Deref<Target = Kfd<P, S>>, S: MemoryStorage<P::Mapping>>
+    EventMonitor<P, K, S>
+{
     fn shutdown(&mut self) -> Result<(), Error> {
         let Some(thread) = self.thread.take() else { return Ok(()) };
         self.stop.store(true, Ordering::SeqCst);
@@ -154,13 +165,19 @@ impl<P: Platform, K: Deref<Target = Kfd<P>>> EventMonitor<P, K> {
     }
 }
 
-impl<P: Platform, K: Deref<Target = Kfd<P>>> Drop for EventMonitor<P, K> {
+impl<P: Platform, K: Deref<Target = Kfd<P, S>>, S: MemoryStorage<P::Mapping>> Drop
+    for EventMonitor<P, K, S>
+{
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
 }
 
-fn run<P: Platform>(kfd: &Kfd<P>, stop: &AtomicBool, stats: &MonitorStats) -> Result<(), Error> {
+fn run<P: Platform, S: MemoryStorage<P::Mapping>>(
+    kfd: &Kfd<P, S>,
+    stop: &AtomicBool,
+    stats: &MonitorStats,
+) -> Result<(), Error> {
     while !stop.load(Ordering::SeqCst) {
         match kfd.poll(Timeout::Infinite) {
             Ok(d) => {

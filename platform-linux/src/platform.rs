@@ -7,10 +7,12 @@ use hsakmt_core::error::Errno;
 use hsakmt_core::platform::{
     Access, Host, Ioctl, KfdDevice, OpenError, Sysfs, SysfsDir, SysfsFile,
 };
+use hsakmt_hostmem::PidCache;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
 use crate::descriptor::Descriptors;
+use crate::errno::from_rustix;
 use crate::mapping::{self, LinuxMapping};
 use crate::path::FixedPath;
 use crate::{KFD_DEVICE, SysfsTree, device_node, kfd};
@@ -30,7 +32,7 @@ pub struct LinuxPlatform {
     open_lock: Mutex<()>,
     render: [AtomicI32; RENDER_MINORS],
     descriptors: Descriptors,
-    pid: crate::fork::PidCache,
+    pid: PidCache,
 }
 
 impl core::fmt::Debug for LinuxPlatform {
@@ -65,7 +67,7 @@ impl LinuxPlatform {
             open_lock: Mutex::new(()),
             render: [const { AtomicI32::new(-1) }; RENDER_MINORS],
             descriptors: Descriptors::new(),
-            pid: crate::fork::PidCache::new(),
+            pid: PidCache::new(),
         }
     }
 
@@ -165,7 +167,7 @@ impl KfdDevice for LinuxPlatform {
             .map_err(|_| Errno::E2BIG)?;
         let path = FixedPath::new(name.as_bytes())?;
         let fd = rustix::fs::open(path.as_c_str(), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| Errno(e.raw_os_error()))?;
+            .map_err(from_rustix)?;
         let raw = fd.as_raw_fd();
         match slot.compare_exchange(-1, raw, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
@@ -206,11 +208,11 @@ impl KfdDevice for LinuxPlatform {
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
-        mapping::reserve(hint, size, align)
+        hsakmt_hostmem::reserve(hint, size, align)
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
-        mapping::release(addr, size)
+        hsakmt_hostmem::release(addr, size)
     }
 
     fn map_kfd(
@@ -242,6 +244,6 @@ impl KfdDevice for LinuxPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<LinuxMapping, Errno> {
-        mapping::map_anonymous(addr, size)
+        hsakmt_hostmem::map_anonymous(addr, size).map(LinuxMapping::from)
     }
 }

@@ -1,34 +1,45 @@
-//! Memory-manager storage on the heap: [`BoxedMemory`] makes a
-//! [`Kfd`](hsakmt_core::device::Kfd) whose object capacity is chosen at run time, with tables
-//! built directly on the heap (never passing through the stack).
+//! The device facade's large tables on the heap: with [`BoxedMemory`] a
+//! [`Kfd`] keeps its memory manager's arrays (object capacity chosen
+//! at run time), its topology snapshot and its queue and event tables in boxes, so the facade
+//! itself (about 40 KB) suits any thread's stack. The arrays are built directly on the heap; the
+//! snapshot and the queue and event tables pass through the stack once, by value, when they are
+//! boxed (about 450 KB and 380 KB in debug builds, well within a default 2 MiB thread; optimised
+//! builds usually build them in place).
 //!
 //! ```no_run
-//! use hsakmt_core::device::Kfd;
-//! use hsakmt_linux::{BoxedMemory, LinuxPlatform, boxed_tables};
+//! use hsakmt_linux::{LinuxPlatform, boxed_kfd};
 //!
 //! // Room for 200,000 live allocations.
-//! let kfd: Box<Kfd<LinuxPlatform, BoxedMemory>> =
-//!     Box::new(Kfd::with_memory(LinuxPlatform::new(), boxed_tables(200_000)));
+//! let kfd = boxed_kfd(LinuxPlatform::new(), 200_000);
+//! # let _ = kfd;
 //! ```
 
 use hsakmt_core::device::memory_manager::{MemoryPayload, MemoryStorage, MemoryTables};
+use hsakmt_core::device::{HandleTables, Kfd};
+use hsakmt_core::driver::{DriverId, DriverKind, KfdDriver};
 use hsakmt_core::memory::objects::{IndexNode, ObjectSlot};
 use hsakmt_core::memory::va::VaSlot;
+use hsakmt_core::platform::Platform;
+use hsakmt_core::topology::Topology;
 
-/// Heap storage for the memory manager's tables.
+/// Heap storage for the facade's tables: boxed slices for the memory manager, a boxed topology
+/// snapshot, boxed queue and event tables.
 #[derive(Debug, Clone, Copy)]
 pub struct BoxedMemory;
 
-impl<M> MemoryStorage<M> for BoxedMemory {
+impl<M: Send + Sync> MemoryStorage<M> for BoxedMemory {
     type IndexNodes = Box<[IndexNode]>;
     type Slots = Box<[ObjectSlot<MemoryPayload<M>>]>;
     type VaSlots = Box<[VaSlot]>;
+    type Topology = Box<Topology>;
+    type HandleTables = Box<HandleTables<M>>;
 }
 
 /// Empty tables for `objects` live objects, each aperture with `2 · objects + 128` block
-/// descriptors (every allocation may leave a free fragment beside it; slabs add ranges).
+/// descriptors (every allocation may leave a free fragment beside it; slabs add ranges), an
+/// empty topology snapshot and empty queue and event tables.
 #[must_use]
-pub fn boxed_tables<M>(objects: usize) -> MemoryTables<M, BoxedMemory> {
+pub fn boxed_tables<M: Clone + Send + Sync>(objects: usize) -> MemoryTables<M, BoxedMemory> {
     let va =
         || vec![VaSlot::EMPTY; objects.saturating_mul(2).saturating_add(128)].into_boxed_slice();
     MemoryTables {
@@ -37,5 +48,53 @@ pub fn boxed_tables<M>(objects: usize) -> MemoryTables<M, BoxedMemory> {
         default_va: va(),
         coherent_va: va(),
         handle_va: va(),
+        topology: boxed_topology(),
+        handle_tables: boxed_handle_tables(),
     }
+}
+
+/// An empty snapshot in a box (a function of its own, so that its stack is released before the
+/// next table is built).
+#[inline(never)]
+fn boxed_topology() -> Box<Topology> {
+    // Debug builds build a large value in several stack temporaries before boxing it (over
+    // 1 MiB for these tables); copying a compile-time constant costs one. Optimised builds
+    // build it in place, where a constant would only add its size to the binary.
+    #[cfg(debug_assertions)]
+    let topology = Box::new(const { Topology::new() });
+    #[cfg(not(debug_assertions))]
+    let topology = Box::new(Topology::new());
+    topology
+}
+
+/// Empty queue and event tables in a box (as [`boxed_topology`]).
+#[inline(never)]
+fn boxed_handle_tables<M: Clone + Send + Sync>() -> Box<HandleTables<M>> {
+    // Debug builds build a large value in several stack temporaries before boxing it (over
+    // 1 MiB for these tables); copying a compile-time constant costs one. Optimised builds
+    // build it in place, where a constant would only add its size to the binary.
+    #[cfg(debug_assertions)]
+    let tables = Box::new(const { HandleTables::new() });
+    #[cfg(not(debug_assertions))]
+    let tables = Box::new(HandleTables::new());
+    tables
+}
+
+/// A closed device facade over `platform` with room for `objects` live memory objects, its
+/// tables on the heap ([`boxed_tables`]).
+#[must_use]
+pub fn boxed_kfd<P: Platform>(platform: P, objects: usize) -> Box<Kfd<P, BoxedMemory>> {
+    Box::new(Kfd::with_memory(platform, boxed_tables(objects)))
+}
+
+/// A [`KfdDriver`] of `kind` over `platform` (see [`KfdDriver::new`]) whose facade keeps its
+/// tables on the heap, with room for `objects` live memory objects.
+#[must_use]
+pub fn boxed_driver<P: Platform>(
+    kind: DriverKind,
+    id: DriverId,
+    platform: P,
+    objects: usize,
+) -> Box<KfdDriver<P, BoxedMemory>> {
+    Box::new(KfdDriver::with_kfd(kind, id, Kfd::with_memory(platform, boxed_tables(objects))))
 }

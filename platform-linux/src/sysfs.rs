@@ -17,6 +17,7 @@ use hsakmt_core::platform::{EntryKind, SysfsDir, SysfsFile};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, RawDir};
 
+use crate::errno::from_rustix;
 use crate::path::{FixedPath, decimal};
 
 /// The real topology root the kernel creates (`kfd_topology.c`); libhsakmt reads this one.
@@ -116,7 +117,7 @@ impl SysfsTree {
             };
             match r {
                 Err(rustix::io::Errno::INTR) => {}
-                r => return r.map_err(errno),
+                r => return r.map_err(from_rustix),
             }
         }
     }
@@ -135,10 +136,6 @@ fn node(p: &mut FixedPath, n: u32, leaf: &str) -> Result<(), Errno> {
     p.push_str("nodes")?;
     p.push_num(n)?;
     p.push_str(leaf)
-}
-
-fn errno(e: rustix::io::Errno) -> Errno {
-    Errno(e.raw_os_error())
 }
 
 impl SysfsTree {
@@ -165,7 +162,7 @@ impl SysfsTree {
                 Mode::empty(),
             ) {
                 Err(rustix::io::Errno::INTR) => {}
-                r => break r.map_err(errno),
+                r => break r.map_err(from_rustix),
             }
         };
         if let Some(mut slot) = self.entries.try_lock() {
@@ -241,7 +238,7 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
                 }
                 Ok(n) => filled += n,
                 Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(errno(e)),
+                Err(e) => return Err(from_rustix(e)),
             }
         }
         Ok(filled)
@@ -258,7 +255,7 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
         let mut entries = RawDir::new(fd, &mut space);
         let mut total = 0;
         while let Some(entry) = entries.next() {
-            let entry = entry.map_err(errno)?;
+            let entry = entry.map_err(from_rustix)?;
             if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
                 if let Some(slot) = out.get_mut(total) {
                     *slot = n;

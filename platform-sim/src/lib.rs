@@ -17,6 +17,7 @@
 //! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
 //! over host memory, so code written against the simulator's GPUs — host kernels in a
 //! [`KernelRegistry`], which both can share — runs on the CPU unchanged.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod fault;
@@ -193,6 +194,7 @@ impl SimBuilder {
     /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
+        let mut topology = empty_topology();
         let mut sim = SimPlatform {
             profile: Arc::new(self.profile.unwrap_or_else(Profile::default_profile)),
             kfd_version: self.kfd_version,
@@ -206,7 +208,7 @@ impl SimBuilder {
             epoch: Instant::now(),
             stale_pid: self.stale_pid.then(|| Arc::new(std::sync::atomic::AtomicU32::new(0))),
             kfd: Arc::new(kfd::KfdModel::new(
-                &Topology::new(),
+                &topology,
                 self.kfd_version,
                 DeviceState::Absent,
                 self.cp.clone(),
@@ -215,21 +217,10 @@ impl SimBuilder {
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
         // (none of the embedded ones) simply has no GPUs.
-        let topology = std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .stack_size(32 << 20)
-                .spawn_scoped(s, || {
-                    let mut topo = Box::new(Topology::new());
-                    let mut buf = vec![0u8; READ_BUFFER];
-                    if topo.refresh(&sim, &sim, &mut buf).is_err() {
-                        topo.clear();
-                    }
-                    topo
-                })
-                .ok()
-                .and_then(|h| h.join().ok())
-        });
-        let topology = topology.unwrap_or_else(|| Box::new(Topology::new()));
+        let mut buf = vec![0u8; READ_BUFFER];
+        if topology.refresh(&sim, &sim, &mut buf).is_err() {
+            topology.clear();
+        }
         sim.kfd = Arc::new(kfd::KfdModel::new(
             &topology,
             self.kfd_version,
@@ -239,6 +230,19 @@ impl SimBuilder {
         ));
         sim
     }
+}
+
+/// An empty snapshot in a box (its own function, so that its stack is released at once).
+#[inline(never)]
+fn empty_topology() -> Box<Topology> {
+    // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
+    // compile-time constant costs one. Optimised builds build it in place, where a constant
+    // would only add its size to the binary.
+    #[cfg(debug_assertions)]
+    let topo = Box::new(const { Topology::new() });
+    #[cfg(not(debug_assertions))]
+    let topo = Box::new(Topology::new());
+    topo
 }
 
 /// The simulated platform: sysfs topology, host services and (in later layers) the emulated

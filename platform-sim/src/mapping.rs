@@ -1,5 +1,5 @@
 //! [`SimMapping`]: CPU mappings handed to core. Memory is real host memory at the GPU virtual
-//! address (made with `hsakmt-linux`'s mmap helpers), so what the CPU writes is what the
+//! address (made with `hsakmt-hostmem`), so what the CPU writes is what the
 //! simulated GPU reads; doorbell pages additionally wake the simulated command processor.
 
 use std::fmt;
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::SharedMemory;
-use hsakmt_linux::LinuxMapping;
+use hsakmt_hostmem::HostMapping;
 
 /// Receives doorbell writes of a simulated doorbell page.
 pub(crate) trait DoorbellSink: Send + Sync {
@@ -19,7 +19,7 @@ pub(crate) trait DoorbellSink: Send + Sync {
 /// A CPU mapping of simulated GPU-shared memory.
 #[derive(Clone)]
 pub struct SimMapping {
-    memory: LinuxMapping,
+    memory: HostMapping,
     doorbell: Option<Arc<dyn DoorbellSink>>,
     /// Counts this mapping's clones alone: the simulator keeps its own reference to the
     /// memory behind a buffer, which must not make core think a caller still holds a view.
@@ -37,18 +37,18 @@ impl fmt::Debug for SimMapping {
 }
 
 impl SimMapping {
-    pub(crate) fn new(memory: LinuxMapping) -> Self {
+    pub(crate) fn new(memory: HostMapping) -> Self {
         Self { memory, doorbell: None, clones: Arc::new(()) }
     }
 
     /// The host memory behind the mapping.
-    pub(crate) fn memory(&self) -> &LinuxMapping {
+    pub(crate) fn memory(&self) -> &HostMapping {
         &self.memory
     }
 
     /// A doorbell page: writes through [`SharedMemory::ring_doorbell64`] (and `32`) reach
     /// `sink`, which wakes the simulated command processor.
-    pub(crate) fn doorbell(memory: LinuxMapping, sink: Arc<dyn DoorbellSink>) -> Self {
+    pub(crate) fn doorbell(memory: HostMapping, sink: Arc<dyn DoorbellSink>) -> Self {
         Self { memory, doorbell: Some(sink), clones: Arc::new(()) }
     }
 }

@@ -38,6 +38,18 @@ pub(crate) fn ci() -> Result<(), String> {
         ]),
     )?;
     step(
+        "clippy (no_std host memory)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-hostmem",
+            "--no-default-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    step(
         "clippy (no-libc runtime)",
         cargo().args([
             "clippy",

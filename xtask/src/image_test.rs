@@ -158,7 +158,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 fn expected(dir: &Path) -> Result<Summary, String> {
     let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes())
         .map_err(|e: Errno| format!("{}: {e}", dir.display()))?;
-    let mut topo: Box<Topology> = Box::new(Topology::new());
+    let mut topo: Box<Topology> = Box::new(const { Topology::new() });
     let mut buf = vec![0u8; MIN_READ_BUFFER];
     topo.refresh(&tree, &NoEnv, &mut buf).map_err(|e| format!("{}: {e}", dir.display()))?;
     let count = |k: NodeKind| topo.nodes().filter(|n| n.kind() == k).count();

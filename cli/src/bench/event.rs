@@ -13,13 +13,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::{EventDescriptor, Kfd};
 use hsakmt_core::event::{EventHandle, INITIAL_AGE, Timeout, WaitMode, WaitResult, WaitSet};
+use hsakmt_linux::{BoxedMemory, boxed_kfd};
 use hsakmt_sim::SimPlatform;
 
 use super::{Row, Samples};
 
-type Dev = Arc<Kfd<SimPlatform>>;
+type Dev = Arc<Kfd<SimPlatform, BoxedMemory>>;
 
 /// How long the setter lets a waiter that announced itself settle into its sleep before
 /// setting: both harnesses announce just before blocking, and a set that lands before the
@@ -38,16 +40,9 @@ fn iterations(base: usize, scale: f64) -> usize {
 }
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
-    // The device facade is large; build it on a thread with room for it.
-    let kfd: Dev = std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(|| {
-            let kfd = Box::new(Kfd::new(SimPlatform::new()));
-            kfd.open().map(|_| Arc::from(kfd)).map_err(|e| e.to_string())
-        })
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|_| "device setup panicked".to_string())??;
+    let kfd = boxed_kfd(SimPlatform::new(), DEFAULT_MEMORY_OBJECTS);
+    kfd.open().map_err(|e| e.to_string())?;
+    let kfd: Dev = Arc::from(kfd);
     let n = iterations(2000, scale);
     // Rounds alternate the harnesses so they share the machine's noise; the first round warms
     // up (threads, lazily built state) and is dropped.

@@ -396,12 +396,7 @@ fn ioctl_reference(
 }
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || measure(scale))
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|_| "memory benchmark panicked".to_string())?
+    measure(scale)
 }
 
 fn measure(scale: f64) -> Result<Vec<Row>, String> {

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::queue_manager::{AqlQueue, QueueDesc, QueueType, SdmaCompletion};
 use hsakmt_core::device::{Kfd, MapNodes};
 use hsakmt_core::memory::MemFlags;
@@ -27,6 +28,7 @@ use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier as AqlBarrier, KernelDispatch, PacketWords};
 use hsakmt_core::queue::signal::{Signal, SignalInit};
 use hsakmt_core::topology::NodeKind;
+use hsakmt_linux::{BoxedMemory, boxed_kfd};
 use hsakmt_sim::{CpMode, SimMapping, SimPlatform};
 
 use super::{Row, Samples};
@@ -35,16 +37,11 @@ use super::{Row, Samples};
 const ROUND: u64 = 1024;
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(move || measure(scale))
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|_| "queue benchmark panicked".to_string())?
+    measure(scale)
 }
 
-fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform>>, u32), String> {
-    let kfd = Box::new(Kfd::new(SimPlatform::builder().cp_mode(mode).build()));
+fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, u32), String> {
+    let kfd = boxed_kfd(SimPlatform::builder().cp_mode(mode).build(), DEFAULT_MEMORY_OBJECTS);
     kfd.open().map_err(|e| e.to_string())?;
     let node = kfd
         .with_topology(|t| {
@@ -56,7 +53,7 @@ fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform>>, u32), String> {
 }
 
 /// Non-paged system memory on a CPU node, mapped on every GPU, with its CPU view.
-fn buffer(kfd: &Kfd<SimPlatform>, size: u64) -> Result<SimMapping, String> {
+fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, String> {
     let cpu = kfd
         .with_topology(|t| {
             t.nodes().find(|n| n.node().kind() == NodeKind::Cpu).and_then(|n| n.node().user_id())
@@ -70,7 +67,11 @@ fn buffer(kfd: &Kfd<SimPlatform>, size: u64) -> Result<SimMapping, String> {
     a.mapping.ok_or_else(|| "host memory without a CPU view".to_string())
 }
 
-fn aql(kfd: &Kfd<SimPlatform>, node: u32, slots: u64) -> Result<AqlQueue<SimMapping>, String> {
+fn aql(
+    kfd: &Kfd<SimPlatform, BoxedMemory>,
+    node: u32,
+    slots: u64,
+) -> Result<AqlQueue<SimMapping>, String> {
     let info = kfd
         .create_queue(&QueueDesc::new(node, QueueType::ComputeAql, slots * 64))
         .map_err(|e| e.to_string())?;

@@ -6,14 +6,21 @@
 //! `Kfd` is `Send + Sync`: its bookkeeping tables each sit behind their own `spin` lock, held
 //! only for bookkeeping — never across an ioctl or a wait — and queue submission takes no lock.
 //!
-//! `Kfd` is large (the topology snapshot alone is a few hundred KiB; tables grow with their
-//! capacities): keep it in a `static`, a `Box`, or a thread with a large stack. Its memory
-//! capacity is a type parameter: [`Kfd::new`] stores [`DEFAULT_MEMORY_OBJECTS`] objects inline;
-//! [`Kfd::with_memory`] takes any [`MemoryTables`] (boxed slices for hundreds of thousands).
+//! # Storage
+//! The facade's large tables — the memory manager's arrays, the topology snapshot (about
+//! 450 KB), the queue and event tables ([`HandleTables`], about 380 KB) — live where its
+//! storage type parameter ([`MemoryStorage`]) says:
+//! - [`Kfd::new`] keeps them all inline ([`Inline`], [`DEFAULT_MEMORY_OBJECTS`] memory
+//!   objects): a `const fn`, for a facade in a `static`, which costs no stack at all;
+//! - [`Kfd::with_memory`] takes them from [`MemoryTables`]: on `std`, boxes built on the heap
+//!   (`hsakmt_linux::boxed_kfd`, `boxed_tables`), which leave the facade about 40 KB, fine on
+//!   any thread's stack; or a snapshot in a static
+//!   [`TopologyCell`](crate::topology::TopologyCell) (`&'static mut Topology`).
 
 mod clock;
 pub mod debug_manager;
 mod event_manager;
+mod handle_tables;
 pub mod memory_manager;
 mod pmc_manager;
 pub mod queue_manager;
@@ -25,6 +32,7 @@ mod smi_stream;
 mod system_properties;
 mod tile_config;
 
+use core::borrow::{Borrow, BorrowMut};
 use core::fmt;
 
 use crate::error::{Errno, ErrorKind};
@@ -44,6 +52,7 @@ pub use memory_manager::{
 
 pub use clock::ClockSample;
 pub use debug_manager::{AddressWatch, Debugger};
+pub use handle_tables::HandleTables;
 pub use pmc_manager::{TraceHandle, TraceRoot};
 pub use render_device::RenderDevice;
 pub use smi_stream::SmiStream;
@@ -240,10 +249,10 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     session: Session,
     /// Serialises open and close against each other (never held by other calls).
     lifecycle: spin::Mutex<()>,
-    topology: spin::RwLock<Topology>,
+    topology: spin::RwLock<S::Topology>,
     memory: MemoryLock<P::Mapping, S>,
-    queues: spin::Mutex<queue_manager::QueueState<P::Mapping>>,
-    events: event_manager::Events<P::Mapping>,
+    /// The queue and event tables (see [`Kfd::queues`] and [`Kfd::events`]).
+    tables: S::HandleTables,
     runtime_caps: runtime::RuntimeCaps,
     debug_pipe: debug_manager::DebugPipe,
     pmc_traces: spin::Mutex<pmc_manager::Traces>,
@@ -307,8 +316,7 @@ impl<P: Platform> Kfd<P> {
             lifecycle: spin::Mutex::new(()),
             topology: spin::RwLock::new(Topology::new()),
             memory: MemoryLock::new(MemoryState::inline()),
-            queues: spin::Mutex::new(queue_manager::QueueState::new()),
-            events: event_manager::Events::new(),
+            tables: HandleTables::new(),
             runtime_caps: runtime::RuntimeCaps::new(),
             debug_pipe: debug_manager::DebugPipe::new(),
             pmc_traces: spin::Mutex::new(pmc_manager::Traces::new()),
@@ -321,14 +329,23 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// A closed device over `platform` whose memory manager uses `tables` (their length fixes
     /// the capacity; boxed slices let it reach hundreds of thousands of objects).
     pub fn with_memory(platform: P, tables: MemoryTables<P::Mapping, S>) -> Self {
+        let MemoryTables {
+            index,
+            slots,
+            default_va,
+            coherent_va,
+            handle_va,
+            topology,
+            handle_tables,
+        } = tables;
+        let memory = MemoryState::from_parts(index, slots, default_va, coherent_va, handle_va);
         Self {
             platform,
             session: Session::new(),
             lifecycle: spin::Mutex::new(()),
-            topology: spin::RwLock::new(Topology::new()),
-            memory: MemoryLock::new(MemoryState::with_tables(tables)),
-            queues: spin::Mutex::new(queue_manager::QueueState::new()),
-            events: event_manager::Events::new(),
+            topology: spin::RwLock::new(topology),
+            memory: MemoryLock::new(memory),
+            tables: handle_tables,
             runtime_caps: runtime::RuntimeCaps::new(),
             debug_pipe: debug_manager::DebugPipe::new(),
             pmc_traces: spin::Mutex::new(pmc_manager::Traces::new()),
@@ -339,6 +356,21 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// The platform.
     pub const fn platform(&self) -> &P {
         &self.platform
+    }
+
+    /// Runs `f` over the topology snapshot (read-locked), whether the device is open or not.
+    fn read_topology<R>(&self, f: impl FnOnce(&Topology) -> R) -> R {
+        f((*self.topology.read()).borrow())
+    }
+
+    /// The queue table, its doorbell pages and the buffers of destroyed queues.
+    fn queues(&self) -> &spin::Mutex<queue_manager::QueueState<P::Mapping>> {
+        &self.tables.borrow().queues
+    }
+
+    /// The event table, the event page and the callbacks.
+    fn events(&self) -> &event_manager::Events<P::Mapping> {
+        &self.tables.borrow().events
     }
 
     /// Opens the device (`hsaKmtOpenKFD` + `hsaKmtAcquireSystemProperties`): opens `/dev/kfd`,
@@ -378,7 +410,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     fn forget_parent_state(&self) {
         self.forget_queues();
         self.forget_parent_memory();
-        self.events.forget();
+        self.events().forget();
         // The parent's pipe descriptors are the child's copies: forget, do not close.
         let _ = self.debug_pipe.take();
         self.pmc_traces.lock().clear();
@@ -407,12 +439,14 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             return Err(Error::VersionMismatch { kernel: version });
         }
         let mut buf = [0u8; READ_BUFFER];
-        self.topology.write().refresh_visible(
+        let mut topology = self.topology.write();
+        (*topology).borrow_mut().refresh_visible(
             &self.platform,
             &self.platform,
             &self.platform,
             &mut buf,
         )?;
+        drop(topology);
         // The memory manager's ioctls are issued before the session counts as open, so no
         // other call can see a half-initialised memory state.
         self.session.set_version(version);
@@ -471,7 +505,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// [`Error::NotOpened`] / [`Error::ForkedChild`].
     pub fn with_topology<R>(&self, f: impl FnOnce(&Topology) -> R) -> Result<R, Error> {
         self.check_open()?;
-        Ok(f(&self.topology.read()))
+        Ok(self.read_topology(f))
     }
 
     /// Fails unless the device is open in this process.

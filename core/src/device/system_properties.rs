@@ -10,12 +10,13 @@
 //! [`Error::TopologyChanged`] and the old snapshot stays: close the device (every open) and
 //! open it again.
 
+use core::borrow::BorrowMut;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Error, Kfd};
 use crate::device::MemoryStorage;
 use crate::platform::{Platform, SysfsFile};
-use crate::topology::READ_BUFFER;
+use crate::topology::{READ_BUFFER, Topology};
 
 /// Whether the snapshot was released (`hsaKmtReleaseSystemProperties`).
 #[derive(Debug)]
@@ -69,7 +70,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if !self.system_released.0.load(Ordering::Acquire) {
             return Ok(Acquired::Held);
         }
-        let held_generation = self.topology.read().generation_id();
+        let held_generation = self.read_topology(Topology::generation_id);
         let now = self.current_generation();
         let changed = now != held_generation;
         if changed {
@@ -80,12 +81,15 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
         }
         let mut buf = [0u8; READ_BUFFER];
-        self.topology.write().refresh_visible(
+        let mut topology = self.topology.write();
+        let refreshed = (*topology).borrow_mut().refresh_visible(
             &self.platform,
             &self.platform,
             &self.platform,
             &mut buf,
-        )?;
+        );
+        drop(topology);
+        refreshed?;
         if changed {
             self.close_memory()?;
             if let Err(e) = self.open_memory() {

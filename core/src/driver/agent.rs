@@ -67,7 +67,7 @@ pub const MIN_QUEUE_PACKETS: u32 = 64;
 /// Largest AQL queue, in packets (ROCr's limit for 64-byte packets in a 32-bit byte size).
 pub const MAX_QUEUE_PACKETS: u32 = 1 << 17;
 
-pub use crate::config::AGENT_NAME_CAPACITY;
+pub use crate::config::{AGENT_NAME_CAPACITY, MAX_REGIONS};
 
 /// Everything a runtime asks about an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,8 +241,6 @@ pub struct RegionInfo {
     /// Whether memory can be allocated from it (group and private segments cannot).
     pub allocatable: bool,
 }
-
-pub use crate::config::MAX_REGIONS;
 
 /// The regions of an agent, in ROCr's order: for a CPU, fine-grained system memory and the
 /// kernarg region; for a GPU, coarse-grained VRAM, fine-grained VRAM (host-visible frame

@@ -10,13 +10,15 @@ use core::fmt;
 
 use bitflags::bitflags;
 
-use super::agent::{AgentId, AgentInfo, MAX_REGIONS, RegionId, RegionInfo, RegionKind};
-use super::policy::DriverKind;
 use crate::device::queue_manager::QueueError;
 use crate::device::{self, SignalCondition};
 use crate::error::{Error as _, ErrorKind};
 use crate::memory::svm_attributes::SvmAttribute;
 use crate::queue::aql::PacketWords;
+use crate::slot_table::SlotKey;
+
+use super::agent::{AgentId, AgentInfo, MAX_REGIONS, RegionId, RegionInfo, RegionKind};
+use super::policy::DriverKind;
 
 bitflags! {
     /// What a driver supports beyond the basics every driver has.
@@ -71,6 +73,20 @@ pub struct QueueId {
     pub index: u32,
     /// Generation of the slot when the queue was created.
     pub generation: u32,
+}
+
+/// A driver's queue table is a [`SlotTable`](crate::slot_table::SlotTable): its keys are the
+/// queue ids.
+impl From<SlotKey> for QueueId {
+    fn from(key: SlotKey) -> Self {
+        QueueId { index: key.index(), generation: key.generation() }
+    }
+}
+
+impl From<QueueId> for SlotKey {
+    fn from(id: QueueId) -> Self {
+        SlotKey::new(id.index, id.generation)
+    }
 }
 
 /// A completion signal: its handle is the address of its `amd_signal_t`, which is what AQL

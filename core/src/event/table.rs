@@ -1,7 +1,9 @@
-//! [`EventTable`]: the process's events in fixed-capacity, generation-checked slots.
+//! [`EventTable`]: the process's events in fixed-capacity, generation-checked slots (a
+//! [`SlotTable`]).
 
 use crate::event::{Error, EventHandle, EventType, ResetMode};
 use crate::memory::Violation;
+use crate::slot_table::{SlotKey, SlotTable};
 
 pub use crate::config::DEFAULT_EVENT_CAPACITY;
 
@@ -48,27 +50,27 @@ impl EventRecord {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Unused; `next` links the free list (`NONE` ends it).
-    Free { next: u16 },
-    /// Claimed by a creation in progress (the kernel call has not returned yet).
-    Reserved,
-    /// A live event.
-    Live(EventRecord),
-    /// A destruction is in progress: no new operation may use the event.
-    Destroying(EventRecord),
-}
-
+/// One event of the table: its record, and whether its destruction is in progress (no new
+/// operation may use it then).
 #[derive(Debug, Clone, Copy)]
-struct Slot {
-    generation: u32,
-    state: State,
+struct Entry {
+    record: EventRecord,
+    destroying: bool,
 }
 
-const NONE: u16 = u16::MAX;
+impl EventHandle {
+    const fn key(self) -> SlotKey {
+        SlotKey::new(self.index() as u32, self.generation())
+    }
 
-/// The events of one process, in `N` slots addressed by [`EventHandle`]s.
+    /// The handle of `key` (every key of a table of fewer than 65,535 slots fits).
+    fn of(key: SlotKey) -> Self {
+        EventHandle::new(u16::try_from(key.index()).unwrap_or(u16::MAX), key.generation())
+    }
+}
+
+/// The events of one process, in the `N` slots of a [`SlotTable`] addressed by
+/// [`EventHandle`]s.
 ///
 /// Creation is two-phase so a full table is detected before the kernel creates anything:
 /// [`EventTable::reserve`] claims a slot, then [`EventTable::fill`] or [`EventTable::cancel`]
@@ -77,16 +79,12 @@ const NONE: u16 = u16::MAX;
 /// except iteration.
 ///
 /// # Invariants
-/// A slot's generation is never 0 and changes whenever the slot becomes free, so a handle
-/// matches exactly one occupancy of its slot. The free list links exactly the free slots.
+/// Those of [`SlotTable`]: a slot's generation is never 0 and changes whenever the slot becomes
+/// free, so a handle matches exactly one occupancy of its slot. No two events share a kernel id
+/// or an event-page slot.
 #[derive(Debug)]
 pub struct EventTable<const N: usize = DEFAULT_EVENT_CAPACITY> {
-    slots: [Slot; N],
-    /// Freed slots, most recent first.
-    free_head: u16,
-    /// Slots from here on were never used (and are not on the free list).
-    unused: u16,
-    live: usize,
+    slots: SlotTable<Entry, N>,
 }
 
 impl<const N: usize> Default for EventTable<N> {
@@ -96,18 +94,13 @@ impl<const N: usize> Default for EventTable<N> {
 }
 
 impl<const N: usize> EventTable<N> {
-    const CAPACITY_FITS: () = assert!(N < NONE as usize, "an event table holds < 65535 slots");
+    const CAPACITY_FITS: () = assert!(N < u16::MAX as usize, "an event table holds < 65535 slots");
 
     /// An empty table.
     #[must_use]
     pub const fn new() -> Self {
         let () = Self::CAPACITY_FITS;
-        Self {
-            slots: [Slot { generation: 1, state: State::Free { next: NONE } }; N],
-            free_head: NONE,
-            unused: 0,
-            live: 0,
-        }
+        Self { slots: SlotTable::new() }
     }
 
     /// How many events the table can hold.
@@ -119,13 +112,13 @@ impl<const N: usize> EventTable<N> {
     /// Events that exist: live ones and ones being destroyed (not reservations).
     #[must_use]
     pub const fn len(&self) -> usize {
-        self.live
+        self.slots.len()
     }
 
     /// Whether no event exists.
     #[must_use]
     pub const fn is_empty(&self) -> bool {
-        self.live == 0
+        self.slots.is_empty()
     }
 
     /// Claims a slot for an event about to be created.
@@ -133,19 +126,7 @@ impl<const N: usize> EventTable<N> {
     /// # Errors
     /// [`Error::TableFull`].
     pub fn reserve(&mut self) -> Result<EventHandle, Error> {
-        let (index, from_list) =
-            if self.free_head != NONE { (self.free_head, true) } else { (self.unused, false) };
-        let slot = self.slots.get_mut(usize::from(index)).ok_or(Error::TableFull)?;
-        let State::Free { next } = slot.state else {
-            return Err(Error::TableFull);
-        };
-        if from_list {
-            self.free_head = next;
-        } else {
-            self.unused += 1;
-        }
-        slot.state = State::Reserved;
-        Ok(EventHandle::new(index, slot.generation))
+        self.slots.reserve().map(EventHandle::of).map_err(|_| Error::TableFull)
     }
 
     /// Stores the created event in the slot `handle` reserved.
@@ -153,13 +134,8 @@ impl<const N: usize> EventTable<N> {
     /// # Errors
     /// [`Error::InvalidHandle`] unless `handle` is a current reservation.
     pub fn fill(&mut self, handle: EventHandle, record: EventRecord) -> Result<(), Error> {
-        let slot = self.slot_mut(handle)?;
-        if slot.state != State::Reserved {
-            return Err(Error::InvalidHandle);
-        }
-        slot.state = State::Live(record);
-        self.live += 1;
-        Ok(())
+        let entry = Entry { record, destroying: false };
+        self.slots.fill(handle.key(), entry).map_err(|_| Error::InvalidHandle)
     }
 
     /// Gives back a reservation whose creation failed.
@@ -167,25 +143,17 @@ impl<const N: usize> EventTable<N> {
     /// # Errors
     /// [`Error::InvalidHandle`] unless `handle` is a current reservation.
     pub fn cancel(&mut self, handle: EventHandle) -> Result<(), Error> {
-        let slot = self.slot_mut(handle)?;
-        if slot.state != State::Reserved {
-            return Err(Error::InvalidHandle);
-        }
-        self.release(handle.index());
-        Ok(())
+        self.slots.release(handle.key()).map_err(|_| Error::InvalidHandle)
     }
 
     /// The live event `handle` names.
     ///
     /// # Errors
     /// [`Error::InvalidHandle`] for a stale handle, a reservation or an event being destroyed.
+    #[inline]
     pub fn get(&self, handle: EventHandle) -> Result<&EventRecord, Error> {
-        match self.slots.get(handle.index()) {
-            Some(Slot { generation, state: State::Live(r) })
-                if *generation == handle.generation() =>
-            {
-                Ok(r)
-            }
+        match self.slots.get(handle.key()) {
+            Some(Entry { record, destroying: false }) => Ok(record),
             _ => Err(Error::InvalidHandle),
         }
     }
@@ -194,9 +162,10 @@ impl<const N: usize> EventTable<N> {
     ///
     /// # Errors
     /// As [`EventTable::get`].
+    #[inline]
     pub fn get_mut(&mut self, handle: EventHandle) -> Result<&mut EventRecord, Error> {
-        match self.slot_mut(handle)? {
-            Slot { state: State::Live(r), .. } => Ok(r),
+        match self.slots.get_mut(handle.key()) {
+            Some(Entry { record, destroying: false }) => Ok(record),
             _ => Err(Error::InvalidHandle),
         }
     }
@@ -206,12 +175,13 @@ impl<const N: usize> EventTable<N> {
     /// # Errors
     /// As [`EventTable::get`] (a second destroy of the same event fails here).
     pub fn begin_destroy(&mut self, handle: EventHandle) -> Result<EventRecord, Error> {
-        let slot = self.slot_mut(handle)?;
-        let State::Live(r) = slot.state else {
-            return Err(Error::InvalidHandle);
-        };
-        slot.state = State::Destroying(r);
-        Ok(r)
+        match self.slots.get_mut(handle.key()) {
+            Some(entry) if !entry.destroying => {
+                entry.destroying = true;
+                Ok(entry.record)
+            }
+            _ => Err(Error::InvalidHandle),
+        }
     }
 
     /// Makes an event whose destruction failed live again.
@@ -219,12 +189,13 @@ impl<const N: usize> EventTable<N> {
     /// # Errors
     /// [`Error::InvalidHandle`] unless the event is being destroyed.
     pub fn abort_destroy(&mut self, handle: EventHandle) -> Result<(), Error> {
-        let slot = self.slot_mut(handle)?;
-        let State::Destroying(r) = slot.state else {
-            return Err(Error::InvalidHandle);
-        };
-        slot.state = State::Live(r);
-        Ok(())
+        match self.slots.get_mut(handle.key()) {
+            Some(entry) if entry.destroying => {
+                entry.destroying = false;
+                Ok(())
+            }
+            _ => Err(Error::InvalidHandle),
+        }
     }
 
     /// Frees the slot of a destroyed event; `handle` and all its copies become invalid.
@@ -232,92 +203,41 @@ impl<const N: usize> EventTable<N> {
     /// # Errors
     /// [`Error::InvalidHandle`] unless the event is being destroyed.
     pub fn finish_destroy(&mut self, handle: EventHandle) -> Result<EventRecord, Error> {
-        let slot = self.slot_mut(handle)?;
-        let State::Destroying(r) = slot.state else {
-            return Err(Error::InvalidHandle);
-        };
-        self.live = self.live.saturating_sub(1);
-        self.release(handle.index());
-        Ok(r)
+        match self.slots.get(handle.key()) {
+            Some(Entry { destroying: true, .. }) => {}
+            _ => return Err(Error::InvalidHandle),
+        }
+        self.slots.remove(handle.key()).map(|e| e.record).ok_or(Error::InvalidHandle)
     }
 
     /// The live events with their handles, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (EventHandle, &EventRecord)> + '_ {
-        self.slots.iter().enumerate().filter_map(|(i, s)| match &s.state {
-            State::Live(r) => Some((EventHandle::new(i as u16, s.generation), r)),
-            _ => None,
-        })
+        self.slots
+            .iter()
+            .filter(|(_, e)| !e.destroying)
+            .map(|(key, e)| (EventHandle::of(key), &e.record))
     }
 
     /// The handle of the event in slot `index` — live or being destroyed — if any.
     #[must_use]
     pub fn occupant(&self, index: usize) -> Option<EventHandle> {
-        let s = self.slots.get(index)?;
-        match s.state {
-            State::Live(_) | State::Destroying(_) => {
-                Some(EventHandle::new(u16::try_from(index).ok()?, s.generation))
-            }
-            State::Free { .. } | State::Reserved => None,
-        }
+        self.slots.key_at(u32::try_from(index).ok()?).map(EventHandle::of)
     }
 
-    /// Verifies the table's invariants (`O(N + events²)`; for tests and debug sweeps): no
-    /// generation is 0; the free list links exactly the freed slots, without cycles; slots
-    /// never used are free; the event count matches; no two events share a kernel id or an
+    /// Verifies the table's invariants (`O(N + events²)`; for tests and debug sweeps): those of
+    /// the [`SlotTable`], and no two events (live or being destroyed) share a kernel id or an
     /// event-page slot.
     ///
     /// # Errors
     /// The first [`Violation`] found.
     pub fn check_invariants(&self) -> Result<(), Violation> {
-        let unused = usize::from(self.unused);
-        if unused > N {
-            return Err(Violation::Counter);
-        }
-        let (mut free, mut occupied) = (0usize, 0usize);
-        for (i, s) in self.slots.iter().enumerate() {
-            let slot = i as u32;
-            if s.generation == 0 {
-                return Err(Violation::SlotList { slot });
-            }
-            match s.state {
-                State::Free { .. } => free += usize::from(i < unused),
-                _ if i >= unused => return Err(Violation::SlotList { slot }),
-                State::Live(_) | State::Destroying(_) => occupied += 1,
-                State::Reserved => {}
-            }
-        }
-        if occupied != self.live {
-            return Err(Violation::Counter);
-        }
-        // Walk the free list: at most `free` steps, each to a free, used-before slot.
-        let (mut at, mut steps) = (self.free_head, 0usize);
-        while at != NONE {
-            let i = usize::from(at);
-            let ok = i < unused
-                && matches!(self.slots.get(i), Some(Slot { state: State::Free { .. }, .. }));
-            if !ok || steps >= free {
-                return Err(Violation::FreeList { slot: u32::from(at) });
-            }
-            steps += 1;
-            at = match self.slots.get(i).map(|s| s.state) {
-                Some(State::Free { next }) => next,
-                _ => NONE,
-            };
-        }
-        if steps != free {
-            return Err(Violation::FreeList { slot: u32::MAX });
-        }
-        let record = |s: &Slot| match s.state {
-            State::Live(r) | State::Destroying(r) => Some(r),
-            State::Free { .. } | State::Reserved => None,
-        };
-        let used = self.slots.get(..unused).unwrap_or_default();
-        for (i, a) in used.iter().enumerate() {
-            let Some(a) = record(a) else { continue };
-            for b in used.get(i + 1..).unwrap_or_default().iter().filter_map(record) {
+        self.slots.check_invariants()?;
+        for (i, (key, a)) in self.slots.iter().enumerate() {
+            for (_, b) in self.slots.iter().skip(i + 1) {
+                let (a, b) = (&a.record, &b.record);
                 let same_slot = a.slot.is_some() && a.slot == b.slot;
                 if a.id == b.id || same_slot {
-                    return Err(Violation::Duplicate { slot: i as u32 });
+                    return Err(Violation::Duplicate { slot: key.index() });
                 }
             }
         }
@@ -332,32 +252,6 @@ impl<const N: usize> EventTable<N> {
 
     /// Forgets every event and reservation; every handle becomes invalid.
     pub fn clear(&mut self) {
-        for i in 0..usize::from(self.unused) {
-            if !matches!(self.slots.get(i).map(|s| s.state), Some(State::Free { .. })) {
-                self.release(i);
-            }
-        }
-        self.live = 0;
-    }
-
-    fn slot_mut(&mut self, handle: EventHandle) -> Result<&mut Slot, Error> {
-        match self.slots.get_mut(handle.index()) {
-            Some(s) if s.generation == handle.generation() => Ok(s),
-            _ => Err(Error::InvalidHandle),
-        }
-    }
-
-    /// Puts slot `index` on the free list with a new generation.
-    fn release(&mut self, index: usize) {
-        let head = self.free_head;
-        if let Some(slot) = self.slots.get_mut(index) {
-            slot.generation = match slot.generation.wrapping_add(1) {
-                0 => 1,
-                g => g,
-            };
-            slot.state = State::Free { next: head };
-            // `index < N < NONE` (checked at compile time), so it fits.
-            self.free_head = index as u16;
-        }
+        self.slots.drain(|_| {});
     }
 }

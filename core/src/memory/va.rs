@@ -86,9 +86,7 @@ const SL_COUNT: usize = 1 << SL_LOG2;
 const FL_COUNT: usize = 48;
 const SCAN_LIMIT: usize = 16;
 
-pub use crate::config::MAX_VA_RANGES;
-
-pub use crate::config::VA_ALLOCATOR_CAPACITY;
+pub use crate::config::{MAX_VA_RANGES, VA_ALLOCATOR_CAPACITY};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]

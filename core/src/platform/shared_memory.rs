@@ -1,7 +1,7 @@
 //! Safe views of memory shared with the GPU: rings, signals, doorbells and data buffers are
 //! written through these, never through raw pointers (core forbids `unsafe`).
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::error::Errno;
 
@@ -57,20 +57,39 @@ pub trait SharedMemory: Clone + Send + Sync {
     /// [`Errno::EFAULT`] when the range is outside the mapping.
     fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), Errno>;
 
-    /// Rings a doorbell: stores `value` into the 64-bit doorbell at byte `offset`, ordered after
-    /// every earlier store of this thread (a sequentially consistent store is a locked
-    /// instruction on x86, which also drains write-combining buffers). A simulated device
-    /// overrides this to wake its command processor.
+    /// Rings a doorbell: stores `value` into the 64-bit doorbell at byte `offset` of the
+    /// mapping, after every earlier store of this thread.
+    ///
+    /// A doorbell is only ever written, never read back, and never with a locked
+    /// read-modify-write: on a GPU it is uncached MMIO, and a platform over real hardware
+    /// overrides this with a release fence and one plain volatile store (`hsakmt-linux`). This
+    /// default is for memory that is ordinary memory: a release fence, then a relaxed atomic
+    /// store (a plain `mov` on x86_64). A simulated device overrides it to wake its command
+    /// processor.
+    ///
+    /// # Invariants
+    /// `offset` is 8-aligned and `offset + 8 <= len()`: every producer checks its doorbell
+    /// offset against the mapping when it is built. A miss is a bug of the caller: debug builds
+    /// assert, release builds store nothing.
     fn ring_doorbell64(&self, offset: usize, value: u64) {
-        if let Some(w) = self.u64s().get(offset / 8) {
-            w.store(value, Ordering::SeqCst);
+        let word = self.u64s().get(offset / 8).filter(|_| offset.is_multiple_of(8));
+        // PANIC: debug builds only, on a broken invariant of the caller (see `# Invariants`).
+        debug_assert!(word.is_some(), "doorbell offset {offset} outside the mapping");
+        if let Some(w) = word {
+            fence(Ordering::Release);
+            w.store(value, Ordering::Relaxed);
         }
     }
 
-    /// As [`SharedMemory::ring_doorbell64`] for the 32-bit doorbells of pre-gfx9 parts.
+    /// As [`SharedMemory::ring_doorbell64`] for a 32-bit doorbell (4-aligned `offset`, `offset +
+    /// 4 <= len()`): the doorbells of parts before gfx9 (doorbell type 1).
     fn ring_doorbell32(&self, offset: usize, value: u32) {
-        if let Some(w) = self.u32s().get(offset / 4) {
-            w.store(value, Ordering::SeqCst);
+        let word = self.u32s().get(offset / 4).filter(|_| offset.is_multiple_of(4));
+        // PANIC: debug builds only, on a broken invariant of the caller (see `# Invariants`).
+        debug_assert!(word.is_some(), "doorbell offset {offset} outside the mapping");
+        if let Some(w) = word {
+            fence(Ordering::Release);
+            w.store(value, Ordering::Relaxed);
         }
     }
 

@@ -42,7 +42,8 @@
 //!    back), so the packet processor ignores the slot.
 //! 3. **Publish** with ONE 32-bit release store of `header | setup << 16` into `dw[0]`.
 //! 4. **Doorbell**: store the index of the last published packet with
-//!    [`SharedMemory::ring_doorbell64`] (sequentially consistent, after every earlier store).
+//!    [`SharedMemory::ring_doorbell64`] (ordered after every earlier store; one plain store,
+//!    never a locked read-modify-write).
 //!    With several producers, doorbell values are not monotonic; the doorbell only says "look";
 //!    the packet processor follows headers, not doorbell values.
 //!

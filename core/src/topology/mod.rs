@@ -95,6 +95,7 @@ mod node;
 mod parse;
 mod refresh;
 mod snapshot;
+mod storage;
 mod visibility;
 
 #[cfg(test)]
@@ -125,6 +126,7 @@ pub use snapshot::{
     DEFAULT_CACHES, DEFAULT_LINKS, DEFAULT_MEM_BANKS, DEFAULT_NODES, DEFAULT_UNKNOWN_KEYS,
     DEFAULT_WARNINGS, LISTING_CAPACITY, NodeView, Topology,
 };
+pub use storage::{TopologyCell, TopologyStorage};
 pub use visibility::Hidden;
 
 use crate::error::{Errno, ErrorKind};

@@ -37,7 +37,7 @@ impl NodeKind {
     }
 }
 
-pub use crate::config::NAME_CAPACITY;
+pub use crate::config::{NAME_CAPACITY, UNKNOWN_KEY_NAME_CAPACITY};
 
 /// A node of the topology: its sysfs files `gpu_id`, `name`, `properties`, plus what the
 /// snapshot derived for it. Entry tables (banks, caches, links) are reached through
@@ -810,8 +810,6 @@ pub enum Owner {
         index: u32,
     },
 }
-
-pub use crate::config::UNKNOWN_KEY_NAME_CAPACITY;
 
 /// A `key value` line whose key the kernel contract does not list (e.g. a DKMS or future
 /// kernel's addition), kept with its decimal value.

@@ -18,11 +18,7 @@ use super::parse::{self, Item, Line, Lines, SIBLING_MAP_CAPACITY};
 use super::snapshot::{LISTING_CAPACITY, Topology};
 use super::{Error, Table};
 
-pub use crate::config::MIN_READ_BUFFER;
-
-pub use crate::config::READ_BUFFER;
-
-pub use crate::config::GENERATION_RETRIES;
+pub use crate::config::{GENERATION_RETRIES, MIN_READ_BUFFER, READ_BUFFER};
 
 /// How the entry directories of a node (`mem_banks/`, `caches/`, `io_links/`, `p2p_links/`)
 /// are enumerated.

@@ -1232,6 +1232,55 @@ impl IoctlInfo {
     }
 }
 
+/// The argument struct of an amdkfd ioctl, tied to the one request code that takes it.
+///
+/// Every argument type of the header implements it, generated from the same entry that defines
+/// its code (`AMDKFD_IOC_GET_VERSION = IOR(0x01, kfd_ioctl_get_version_args)`), so a platform
+/// never pairs a code with an argument by hand: it issues `T::CHECKED_REQUEST` with a `&mut T`.
+pub trait IoctlArg: Sized {
+    /// The request code (`AMDKFD_IOC_*`) whose argument this type is.
+    const REQUEST: u32;
+
+    /// [`IoctlArg::REQUEST`], proved at compile time to be an amdkfd (`'K'`) request whose
+    /// size field is `size_of::<Self>()` — the number of bytes the kernel copies in and out.
+    /// Naming it for a type whose code does not fit fails to compile, so an ioctl wrapper that
+    /// issues `T::CHECKED_REQUEST` with a `&mut T` cannot hand the kernel a buffer of the wrong
+    /// size.
+    ///
+    /// ```
+    /// use hsakmt_core::uapi::{AMDKFD_IOC_GET_VERSION, IoctlArg, kfd_ioctl_get_version_args};
+    ///
+    /// // Every argument type of the header carries its code…
+    /// assert_eq!(kfd_ioctl_get_version_args::CHECKED_REQUEST, AMDKFD_IOC_GET_VERSION);
+    /// // …and a type of the same size as the code's argument passes the check.
+    /// struct Version([u32; 2]);
+    /// impl IoctlArg for Version {
+    ///     const REQUEST: u32 = AMDKFD_IOC_GET_VERSION;
+    /// }
+    /// assert_eq!(Version::CHECKED_REQUEST, AMDKFD_IOC_GET_VERSION);
+    /// ```
+    ///
+    /// A type of another size paired with the code does not compile:
+    ///
+    /// ```compile_fail,E0080
+    /// use hsakmt_core::uapi::{AMDKFD_IOC_GET_VERSION, IoctlArg};
+    ///
+    /// struct Version([u32; 3]);
+    /// impl IoctlArg for Version {
+    ///     const REQUEST: u32 = AMDKFD_IOC_GET_VERSION;
+    /// }
+    /// let _ = Version::CHECKED_REQUEST;
+    /// ```
+    const CHECKED_REQUEST: u32 = {
+        assert!(_IOC_TYPE(Self::REQUEST) == AMDKFD_IOCTL_BASE, "not an amdkfd request code");
+        assert!(
+            _IOC_SIZE(Self::REQUEST) as usize == size_of::<Self>(),
+            "the request code's size field is not the size of its argument type"
+        );
+        Self::REQUEST
+    };
+}
+
 uapi_ioctls! {
     /// Query the interface version ([`kfd_ioctl_get_version_args`]).
     AMDKFD_IOC_GET_VERSION = IOR(0x01, kfd_ioctl_get_version_args), since = 0;

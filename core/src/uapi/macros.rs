@@ -4,7 +4,8 @@
 //! - [`uapi_structs!`] — every struct of `kfd_ioctl.h` plus [`super::LAYOUTS`];
 //! - [`uapi_consts!`] — `#define` constants plus a [`super::Constant`] table;
 //! - [`uapi_enums!`] — C enums (a type alias plus one constant per enumerator) plus tables;
-//! - [`uapi_ioctls!`] — the request codes plus [`super::IOCTLS`].
+//! - [`uapi_ioctls!`] — the request codes plus [`super::IOCTLS`] and each argument struct's
+//!   [`super::IoctlArg`].
 
 /// Defines `#[repr(C)]` structs and the `LAYOUTS` table describing them.
 ///
@@ -303,7 +304,8 @@ macro_rules! uapi_enums {
     };
 }
 
-/// Defines the `AMDKFD_IOC_*` request codes and the `IOCTLS` table.
+/// Defines the `AMDKFD_IOC_*` request codes, the `IOCTLS` table and, for each argument struct,
+/// its [`IoctlArg`](super::IoctlArg) impl (checked at compile time).
 ///
 /// Entry form: `NAME = DIR(nr, ArgStruct), since = MINOR;` with `DIR` one of `IO` (no argument
 /// struct), `IOR`, `IOW`, `IOWR`; append `, deprecated` for ioctls the kernel only rejects.
@@ -316,6 +318,7 @@ macro_rules! uapi_ioctls {
         $(
             $(#[$m])*
             pub const $name: u32 = uapi_ioctls!(@code $dir $nr $($arg)?);
+            uapi_ioctls!(@arg $name $($arg)?);
         )*
 
         /// Every amdkfd ioctl, ordered by number (dense from [`AMDKFD_COMMAND_START`] to
@@ -342,6 +345,14 @@ macro_rules! uapi_ioctls {
                 signed: false,
             }, )*
         ];
+    };
+    (@arg $name:ident) => {};
+    (@arg $name:ident $arg:ident) => {
+        impl IoctlArg for $arg {
+            const REQUEST: u32 = $name;
+        }
+        // Evaluated here, so a code that does not fit its argument fails to build the crate.
+        const _: u32 = <$arg as IoctlArg>::CHECKED_REQUEST;
     };
     (@code IO $nr:literal) => { AMDKFD_IO($nr) };
     (@code IOR $nr:literal $arg:ident) => { AMDKFD_IOR::<$arg>($nr) };

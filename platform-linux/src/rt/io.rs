@@ -19,8 +19,8 @@ pub struct Writer {
 /// The two descriptors a [`Writer`] may write to.
 #[derive(Clone, Copy)]
 enum Stdio {
-    Out = 1,
-    Err = 2,
+    Out = linux_raw_sys::general::STDOUT_FILENO as isize,
+    Err = linux_raw_sys::general::STDERR_FILENO as isize,
 }
 
 /// A writer on stdout (descriptor 1).

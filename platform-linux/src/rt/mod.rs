@@ -58,9 +58,6 @@ pub use crate::__rt_print as print;
 #[doc(inline)]
 pub use crate::__rt_println as println;
 
-/// `exit_group(2)` system call number on x86_64.
-const SYS_EXIT_GROUP: usize = 231;
-
 /// Ends the process (all threads) with `code`, without running destructors. The stdout and
 /// stderr writers flush on every line and on drop, so output written before is not lost.
 pub fn exit(code: i32) -> ! {
@@ -70,7 +67,7 @@ pub fn exit(code: i32) -> ! {
     unsafe {
         core::arch::asm!(
             "syscall",
-            in("rax") SYS_EXIT_GROUP,
+            in("rax") linux_raw_sys::general::__NR_exit_group as usize,
             in("rdi") i64::from(code),
             options(noreturn, nostack)
         )

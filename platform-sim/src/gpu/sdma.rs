@@ -45,19 +45,12 @@ fn execute(q: &SimQueue, cp: &Cp, exec: &mut Exec, p: &SdmaPacket) -> Outcome {
                 Ok(r) => r,
                 Err(o) => return o,
             };
-            let overlap = src < dst.saturating_add(len) && dst < src.saturating_add(len);
-            if overlap {
-                // SAFETY: both ranges were resolved inside live host mappings (`s` and `d`
-                // hold them alive) and are `bytes` long; `ptr::copy` allows overlap. The
-                // engine is a separate agent: like DMA, it may race with CPU accesses to the
-                // same bytes, which the queue's users must not make while the copy is in
-                // flight.
-                unsafe { std::ptr::copy(s.as_ptr(), d.as_ptr(), bytes as usize) };
-            } else {
-                // SAFETY: as above, and the ranges were just checked to be disjoint.
-                unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), bytes as usize) };
+            // The engine is a separate agent: like DMA, it may race with CPU accesses to the
+            // same bytes, which the queue's users must not make while the copy is in flight.
+            match d.copy_from(&s) {
+                Ok(()) => Outcome::Done,
+                Err(_) => Outcome::Fault(EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(dst)),
             }
-            Outcome::Done
         }
         SdmaPacket::ConstantFill { dst, data, bytes } => {
             let d = match resolve(q, cp, dst, u64::from(bytes)) {

@@ -15,9 +15,9 @@ use super::pm4::{PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM
 use super::vm::{GpuVm, HostVm};
 use super::*;
 
-fn host(vm: &HostVm, size: u64) -> hsakmt_linux::LinuxMapping {
-    let addr = hsakmt_linux::mapping::reserve(None, size, 4096).unwrap();
-    let m = hsakmt_linux::mapping::map_anonymous(addr, size).unwrap();
+fn host(vm: &HostVm, size: u64) -> hsakmt_hostmem::HostMapping {
+    let addr = hsakmt_hostmem::reserve(None, size, 4096).unwrap();
+    let m = hsakmt_hostmem::map_anonymous(addr, size).unwrap();
     vm.add(m.clone());
     m
 }
@@ -99,8 +99,8 @@ fn model() -> (GpuModel, Arc<HostVm>, Arc<RecordedEvents>) {
 
 fn queue(
     kind: QueueKind,
-    ring: &hsakmt_linux::LinuxMapping,
-    ptrs: &hsakmt_linux::LinuxMapping,
+    ring: &hsakmt_hostmem::HostMapping,
+    ptrs: &hsakmt_hostmem::HostMapping,
 ) -> Arc<SimQueue> {
     Arc::new(SimQueue::new(
         0,

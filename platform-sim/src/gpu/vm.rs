@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::SharedMemory;
-use hsakmt_linux::LinuxMapping;
+use hsakmt_hostmem::HostMapping;
 
 use crate::kfd::memory::Memory;
 
@@ -22,7 +22,7 @@ use crate::kfd::memory::Memory;
 /// It implements [`SharedMemory`] so core's views (signals, rings) work on it directly.
 #[derive(Clone)]
 pub struct MemRange {
-    backing: LinuxMapping,
+    backing: HostMapping,
     offset: usize,
     len: usize,
 }
@@ -35,13 +35,20 @@ impl fmt::Debug for MemRange {
 
 impl MemRange {
     /// `len` bytes at byte `offset` of `backing`, or `None` when that is not inside it.
-    pub(crate) fn new(backing: LinuxMapping, offset: usize, len: usize) -> Option<Self> {
+    pub(crate) fn new(backing: HostMapping, offset: usize, len: usize) -> Option<Self> {
         (offset.checked_add(len)? <= backing.len()).then_some(MemRange { backing, offset, len })
     }
 
-    /// The first byte's address as a raw pointer, for bulk copies.
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
-        (self.backing.addr() as usize + self.offset) as *mut u8
+    /// Copies all of `src` to the start of this range, as a DMA engine does: `memmove`
+    /// semantics (the two may overlap).
+    ///
+    /// # Errors
+    /// `EFAULT` when `src` is longer than this range.
+    pub(crate) fn copy_from(&self, src: &MemRange) -> Result<(), Errno> {
+        if src.len > self.len {
+            return Err(Errno::EFAULT);
+        }
+        HostMapping::copy(&self.backing, self.offset, &src.backing, src.offset, src.len)
     }
 }
 
@@ -178,7 +185,7 @@ pub(crate) const GPU_PAGE: u64 = 4096;
 
 #[derive(Debug)]
 struct Region {
-    mapping: LinuxMapping,
+    mapping: HostMapping,
     pins: u32,
     /// Memory the application owns (registered): checked to be mapped at every access.
     borrowed: bool,
@@ -194,7 +201,7 @@ pub(crate) struct HostVm {
 impl HostVm {
     /// Records a new mapping (tests: no overlap checks).
     #[cfg(test)]
-    pub(crate) fn add(&self, mapping: LinuxMapping) {
+    pub(crate) fn add(&self, mapping: HostMapping) {
         let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
         r.insert(mapping.addr(), Region { mapping, pins: 0, borrowed: false });
     }
@@ -204,7 +211,7 @@ impl HostVm {
     ///
     /// # Errors
     /// `EEXIST` when it overlaps a recorded mapping, `EINVAL` when it is empty.
-    pub(crate) fn insert(&self, mapping: LinuxMapping, borrowed: bool) -> Result<(), Errno> {
+    pub(crate) fn insert(&self, mapping: HostMapping, borrowed: bool) -> Result<(), Errno> {
         let (start, len) = (mapping.addr(), mapping.len() as u64);
         let end = start.checked_add(len).filter(|_| len > 0).ok_or(Errno::EINVAL)?;
         let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
@@ -219,7 +226,7 @@ impl HostVm {
     ///
     /// # Errors
     /// `EINVAL` when no mapping starts there, `EBUSY` when a queue pins it.
-    pub(crate) fn remove(&self, addr: u64) -> Result<LinuxMapping, Errno> {
+    pub(crate) fn remove(&self, addr: u64) -> Result<HostMapping, Errno> {
         let mut r = self.regions.write().unwrap_or_else(PoisonError::into_inner);
         match r.get(&addr) {
             None => Err(Errno::EINVAL),
@@ -264,7 +271,7 @@ impl GpuVm for HostVm {
     fn resolve(&self, _gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
         let r = self.regions.read().unwrap_or_else(PoisonError::into_inner);
         let (start, g) = Self::find(&r, va)?;
-        if g.borrowed && !hsakmt_linux::mapping::is_mapped(*start, g.mapping.len() as u64) {
+        if g.borrowed && !hsakmt_hostmem::is_mapped(*start, g.mapping.len() as u64) {
             return None;
         }
         let offset = usize::try_from(va - start).ok()?;

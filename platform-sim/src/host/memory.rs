@@ -9,8 +9,7 @@ use hsakmt_core::error::{Errno, ErrorKind};
 use hsakmt_core::memory::va::VaSlot;
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::{SIGNAL_SIZE, Signal, SignalInit};
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping::{is_mapped, map_shared_anywhere};
+use hsakmt_hostmem::{HostMapping, is_mapped, map_shared_anywhere};
 
 use crate::gpu::vm::HostVm;
 use hsakmt_core::driver::SubAllocator;
@@ -97,11 +96,12 @@ impl Buffers {
         }
         let len = usize::try_from(end - base)
             .map_err(|_| DriverError::InvalidArgument("registration range"))?;
-        // SAFETY: registering memory promises to keep it mapped, readable and writable until it
-        // is deregistered (libhsakmt's contract for `hsaKmtRegisterMemory`, which this call
+        // Registering memory promises to keep it mapped, readable and writable until it is
+        // deregistered (libhsakmt's contract for `hsaKmtRegisterMemory`, which this call
         // models); it is mapped now (checked above), the view starts on a page boundary, and
         // the memory table checks it is still mapped whenever a packet processor resolves it.
-        let view = unsafe { LinuxMapping::borrowed(base, len) };
+        let view = HostMapping::registered(base, len)
+            .map_err(|_| DriverError::InvalidArgument("registered memory is not mapped"))?;
         vm.insert(view, true).map_err(|_| failed(ErrorKind::AlreadyRegistered, "register"))?;
         self.by_addr.insert(addr, Use::Registered { base });
         Ok(addr)
@@ -134,7 +134,7 @@ impl Buffers {
 }
 
 /// Zeroed, page-aligned host memory that stays at its address until the last view of it goes.
-pub(crate) fn new_mapping(bytes: u64) -> Result<LinuxMapping, DriverError> {
+pub(crate) fn new_mapping(bytes: u64) -> Result<HostMapping, DriverError> {
     map_shared_anywhere(bytes).map_err(|e| {
         failed(
             if e == Errno::ENOMEM { ErrorKind::OutOfResources } else { ErrorKind::Io },
@@ -147,7 +147,7 @@ pub(crate) fn new_mapping(bytes: u64) -> Result<LinuxMapping, DriverError> {
 /// resolve, handed out by a bounded-time sub-allocator.
 #[derive(Default)]
 pub(crate) struct SignalPool {
-    memory: Option<LinuxMapping>,
+    memory: Option<HostMapping>,
     slots: Option<SubAllocator<Vec<VaSlot>>>,
     live: HashSet<u64>,
 }
@@ -204,7 +204,7 @@ impl SignalPool {
 
     /// The pool memory and the signal's offset in it (the mapping is a clone: it keeps the
     /// memory alive while the caller uses it).
-    pub(crate) fn view(&self, signal: SignalId) -> Result<(LinuxMapping, usize), DriverError> {
+    pub(crate) fn view(&self, signal: SignalId) -> Result<(HostMapping, usize), DriverError> {
         let memory = self.memory.as_ref().ok_or(DriverError::InvalidHandle)?;
         if !self.live.contains(&signal.0) {
             return Err(DriverError::InvalidHandle);

@@ -58,11 +58,12 @@ use hsakmt_core::driver::{
 };
 use hsakmt_core::error::ErrorKind;
 use hsakmt_core::memory::svm_attributes::SvmAttribute;
-use hsakmt_core::platform::{Host, SharedMemory};
+use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::PacketWords;
 use hsakmt_core::queue::ring::RingError;
 use hsakmt_core::queue::signal::{Signal, SignalKind};
-use hsakmt_linux::{LinuxMapping, LinuxPlatform};
+use hsakmt_core::slot_table::SlotTable;
+use hsakmt_hostmem::HostMapping;
 
 pub use events::MAX_HOST_EVENTS;
 pub use memory::{HOST_PAGE, MAX_HOST_SIGNALS};
@@ -80,14 +81,16 @@ pub const MAX_HOST_QUEUES: usize = 64;
 /// How long a signal wait spins before it sleeps, in ns.
 pub const HOST_SPIN_NS: u64 = 20_000;
 
+/// `CLOCK_MONOTONIC` in ns: the CPU and system counters of a node without a GPU.
+fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let (s, ns) = (u64::try_from(t.tv_sec).unwrap_or(0), u64::try_from(t.tv_nsec).unwrap_or(0));
+    s.saturating_mul(1_000_000_000).saturating_add(ns)
+}
+
 /// The processors' device id for every CPU agent (`KernelCtx::gpu_id` is 0, as a CPU node's
 /// gpu_id is).
 const CPU_DEVICE: u32 = 0;
-
-struct QueueSlot {
-    generation: u32,
-    live: Option<Arc<HostQueue>>,
-}
 
 struct Agent {
     info: AgentInfo,
@@ -98,7 +101,7 @@ struct State {
     initialized: bool,
     agents: Vec<Agent>,
     buffers: Buffers,
-    queues: Vec<QueueSlot>,
+    queues: SlotTable<Arc<HostQueue>, MAX_HOST_QUEUES>,
     next_qid: u32,
     doorbells: Option<SimMapping>,
     dma: HashMap<u32, DmaEngine>,
@@ -154,7 +157,6 @@ pub struct HostDriver {
     state: RwLock<State>,
     signals: Mutex<SignalPool>,
     events: Events,
-    clock: LinuxPlatform,
 }
 
 impl fmt::Debug for HostDriver {
@@ -213,16 +215,13 @@ impl HostDriver {
                 initialized: false,
                 agents: Vec::new(),
                 buffers: Buffers::default(),
-                queues: (0..MAX_HOST_QUEUES)
-                    .map(|_| QueueSlot { generation: 0, live: None })
-                    .collect(),
+                queues: SlotTable::new(),
                 next_qid: 1,
                 doorbells: None,
                 dma: HashMap::new(),
             }),
             signals: Mutex::new(SignalPool::default()),
             events: Events::default(),
-            clock: LinuxPlatform::new(),
         }
     }
 
@@ -302,15 +301,10 @@ impl HostDriver {
 
     fn live_queue(&self, queue: QueueId) -> Result<Arc<HostQueue>, DriverError> {
         let st = self.ready()?;
-        match st.queues.get(queue.index as usize) {
-            Some(QueueSlot { generation, live: Some(q) }) if *generation == queue.generation => {
-                Ok(q.clone())
-            }
-            _ => Err(DriverError::InvalidHandle),
-        }
+        st.queues.get(queue.into()).cloned().ok_or(DriverError::InvalidHandle)
     }
 
-    fn signal_view(&self, signal: SignalId) -> Result<(LinuxMapping, usize), DriverError> {
+    fn signal_view(&self, signal: SignalId) -> Result<(HostMapping, usize), DriverError> {
         drop(self.ready()?);
         self.signals().view(signal)
     }
@@ -400,8 +394,8 @@ impl Driver for HostDriver {
                 return Ok(());
             }
             st.initialized = false;
-            let queues: Vec<Arc<HostQueue>> =
-                st.queues.iter_mut().filter_map(|s| s.live.take()).collect();
+            let mut queues: Vec<Arc<HostQueue>> = Vec::new();
+            st.queues.drain(|q| queues.push(q));
             (queues, std::mem::take(&mut st.dma))
         };
         // Without the lock: an error callback running on a worker may call the driver.
@@ -577,21 +571,28 @@ impl Driver for HostDriver {
             return Err(DriverError::InvalidArgument("queue percentage"));
         }
         processor_priority(params.priority)?;
-        let slot = st
-            .queues
-            .iter()
-            .position(|s| s.live.is_none())
-            .ok_or(DriverError::CapacityExhausted("queue"))?;
-        let index = u32::try_from(slot).map_err(|_| DriverError::CapacityExhausted("queue"))?;
         let doorbells = st.doorbells.clone().ok_or(DriverError::NotInitialized)?;
+        let key = st.queues.reserve().map_err(|_| DriverError::CapacityExhausted("queue"))?;
         let qid = st.next_qid;
         st.next_qid = st.next_qid.wrapping_add(1).max(1);
-        let q = HostQueue::start(&self.model, &self.vm, &doorbells, index, qid, agent, params)?;
-        let s = st.queues.get_mut(slot).ok_or(DriverError::CapacityExhausted("queue"))?;
-        s.generation = s.generation.wrapping_add(1).max(1);
-        let id = QueueId { index, generation: s.generation };
+        let q = match HostQueue::start(
+            &self.model,
+            &self.vm,
+            &doorbells,
+            key.index(),
+            qid,
+            agent,
+            params,
+        ) {
+            Ok(q) => q,
+            Err(e) => {
+                let _ = st.queues.release(key);
+                return Err(e);
+            }
+        };
+        let id = QueueId::from(key);
         self.hooks.watch(qid, id, params.error_callback);
-        s.live = Some(Arc::new(q));
+        let _ = st.queues.fill(key, Arc::new(q));
         Ok(id)
     }
 
@@ -652,14 +653,7 @@ impl Driver for HostDriver {
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), DriverError> {
-        let q = {
-            let mut st = self.ready_mut()?;
-            let slot = st.queues.get_mut(queue.index as usize).ok_or(DriverError::InvalidHandle)?;
-            if slot.generation != queue.generation {
-                return Err(DriverError::InvalidHandle);
-            }
-            slot.live.take().ok_or(DriverError::InvalidHandle)?
-        };
+        let q = self.ready_mut()?.queues.remove(queue.into()).ok_or(DriverError::InvalidHandle)?;
         // Without the lock: the worker may be running an error callback that calls the driver.
         q.stop(&self.model, &self.vm);
         self.hooks.forget(q.qid);
@@ -795,7 +789,7 @@ impl Driver for HostDriver {
             let st = self.ready()?;
             self.agent_in(&st, agent)?;
         }
-        let ns = self.clock.now_ns();
+        let ns = monotonic_ns();
         Ok(ClockCounters { gpu: 0, cpu: ns, system: ns, system_frequency: 1_000_000_000 })
     }
 }

@@ -26,7 +26,7 @@ use hsakmt_core::queue::ring::{
     SharedAqlCells,
 };
 use hsakmt_core::queue::signal::Signal;
-use hsakmt_linux::LinuxMapping;
+use hsakmt_hostmem::HostMapping;
 
 use super::memory::{HOST_PAGE, new_mapping};
 use crate::gpu::vm::{GpuVm, HostVm, MemRange};
@@ -186,8 +186,8 @@ impl EventHooks for HostHooks {
 struct CopyJob {
     dst: MemRange,
     src: MemRange,
-    deps: Vec<(LinuxMapping, usize)>,
-    signal: (LinuxMapping, usize),
+    deps: Vec<(HostMapping, usize)>,
+    signal: (HostMapping, usize),
 }
 
 /// Bytes a DMA engine moves per step of a copy.
@@ -222,8 +222,8 @@ impl DmaEngine {
         dst: u64,
         src: u64,
         bytes: u64,
-        deps: Vec<(LinuxMapping, usize)>,
-        signal: (LinuxMapping, usize),
+        deps: Vec<(HostMapping, usize)>,
+        signal: (HostMapping, usize),
     ) -> Result<(), DriverError> {
         if bytes == 0 {
             return Err(DriverError::InvalidArgument("zero-byte copy"));
@@ -253,7 +253,7 @@ impl Drop for DmaEngine {
 }
 
 /// Whether every dependency signal is 0.
-fn deps_done(deps: &[(LinuxMapping, usize)]) -> bool {
+fn deps_done(deps: &[(HostMapping, usize)]) -> bool {
     deps.iter().all(|(m, o)| Signal::new(m, *o).is_ok_and(|s| s.load_acquire() == 0))
 }
 

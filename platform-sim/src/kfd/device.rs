@@ -67,11 +67,11 @@ impl KfdDevice for SimPlatform {
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
-        hsakmt_linux::mapping::reserve(hint, size, align)
+        hsakmt_hostmem::reserve(hint, size, align)
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
-        hsakmt_linux::mapping::release(addr, size)
+        hsakmt_hostmem::release(addr, size)
     }
 
     fn map_kfd(
@@ -112,7 +112,7 @@ impl KfdDevice for SimPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
-        hsakmt_linux::mapping::map_anonymous(addr, size).map(SimMapping::new)
+        hsakmt_hostmem::map_anonymous(addr, size).map(SimMapping::new)
     }
 }
 
@@ -138,9 +138,9 @@ impl SimPlatform {
                 }
                 let at = match addr {
                     Some(a) => a,
-                    None => hsakmt_linux::mapping::reserve(None, size, 4096)?,
+                    None => hsakmt_hostmem::reserve(None, size, 4096)?,
                 };
-                hsakmt_linux::mapping::map_anonymous(at, size)?
+                hsakmt_hostmem::map_anonymous(at, size)?
             }
         };
         Ok(SimMapping::doorbell(memory, sink))

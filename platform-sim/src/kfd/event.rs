@@ -42,7 +42,7 @@ use hsakmt_core::uapi::{
     kfd_hsa_hw_exception_data, kfd_hsa_memory_exception_data, kfd_hsa_signal_event_data,
     kfd_ioctl_create_event_args, kfd_ioctl_wait_events_args, kfd_memory_exception_failure,
 };
-use hsakmt_linux::LinuxMapping;
+use hsakmt_hostmem::HostMapping;
 
 use crate::mapping::SimMapping;
 
@@ -83,7 +83,7 @@ struct Wait {
 
 #[derive(Debug)]
 struct Page {
-    memory: LinuxMapping,
+    memory: HostMapping,
     /// The user buffer handle it came from, 0 when the "kernel" allocated it.
     user_handle: u64,
 }
@@ -223,7 +223,7 @@ impl SimEvents {
     pub(crate) fn create(
         &self,
         args: &mut kfd_ioctl_create_event_args,
-        user_page: impl FnOnce(u64) -> Result<LinuxMapping, Errno>,
+        user_page: impl FnOnce(u64) -> Result<HostMapping, Errno>,
     ) -> Result<(), Errno> {
         let mut s = self.lock();
         if args.event_page_offset != 0 {
@@ -247,7 +247,7 @@ impl SimEvents {
                 return Err(Errno::ENOSPC);
             }
             if s.page.is_none() {
-                let memory = hsakmt_linux::mapping::map_shared_anywhere(EVENT_PAGE_SIZE)?;
+                let memory = hsakmt_hostmem::map_shared_anywhere(EVENT_PAGE_SIZE)?;
                 fill_unsignaled(&memory);
                 s.page = Some(Page { memory, user_handle: 0 });
                 // Oldest user mode expects 256 event slots.
@@ -523,7 +523,7 @@ impl SimEvents {
     }
 }
 
-fn fill_unsignaled(memory: &LinuxMapping) {
+fn fill_unsignaled(memory: &HostMapping) {
     for w in memory.u64s().iter().take((EVENT_PAGE_SIZE / 8) as usize) {
         w.store(UNSIGNALED_EVENT_SLOT, Ordering::Relaxed);
     }

@@ -24,8 +24,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use hsakmt_core::error::Errno;
 use hsakmt_core::uapi::*;
-use hsakmt_linux::LinuxMapping;
-use hsakmt_linux::mapping as host;
+use hsakmt_hostmem as host;
+use hsakmt_hostmem::HostMapping;
 
 use crate::mapping::SimMapping;
 
@@ -74,11 +74,11 @@ pub(crate) struct Bo {
     pub(crate) user_addr: Option<u64>,
     /// gpu_ids the buffer is mapped on.
     pub(crate) mapped: Vec<u32>,
-    pub(crate) backing: Option<LinuxMapping>,
+    pub(crate) backing: Option<HostMapping>,
     /// The view of user-pointer memory, made at the first GPU access after checking the
     /// memory is mapped (amdkfd pins the pages at registration; from then on the application
     /// keeps them mapped until it deregisters them — libhsakmt's contract).
-    pub(crate) user_view: Option<LinuxMapping>,
+    pub(crate) user_view: Option<HostMapping>,
     /// VRAM bytes charged to the GPU.
     pub(crate) vram_charge: u64,
     /// System-memory bytes counted for the GPU.
@@ -97,7 +97,7 @@ impl Bo {
     }
 
     /// Host memory behind the buffer, created at its address on first use.
-    fn backing(&mut self) -> Result<&LinuxMapping, Errno> {
+    fn backing(&mut self) -> Result<&HostMapping, Errno> {
         if self.backing.is_none() {
             let len = page_align(self.size);
             self.backing = Some(if self.va == 0 {
@@ -113,7 +113,7 @@ impl Bo {
 /// A simulated dma-buf: its own mapping of the exported pages.
 #[derive(Debug)]
 pub(crate) struct DmaBuf {
-    memory: LinuxMapping,
+    memory: HostMapping,
     size: u64,
     gpu_id: u32,
     flags: u32,
@@ -596,7 +596,7 @@ impl Memory {
     /// `kfd_kmap_event_page`: the memory of the buffer with KFD handle `handle`, which becomes
     /// the process's event page — a GTT buffer of at least the page's 32 KiB (a user pointer
     /// cannot be mapped into the kernel); `EINVAL` otherwise. Freeing it is refused from now on.
-    pub(crate) fn kmap_event_page(&mut self, handle: u64) -> Result<LinuxMapping, Errno> {
+    pub(crate) fn kmap_event_page(&mut self, handle: u64) -> Result<HostMapping, Errno> {
         self.gpu(handle_gpu(handle))?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
         if bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT == 0 || bo.is_userptr() || bo.size < 32 * 1024 {
@@ -614,7 +614,7 @@ impl Memory {
         gpu_id: u32,
         va: u64,
         len: u64,
-    ) -> Result<(LinuxMapping, u64), Errno> {
+    ) -> Result<(HostMapping, u64), Errno> {
         let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
         let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
@@ -627,14 +627,11 @@ impl Memory {
                 return Ok((view.clone(), offset));
             }
             let size = usize::try_from(bo.size).map_err(|_| Errno::EFAULT)?;
-            if !host::is_mapped(user & !(PAGE - 1), page_align(bo.size)) {
-                return Err(Errno::EFAULT);
-            }
-            // SAFETY: user-pointer memory is the application's; registering it promises to keep
-            // it mapped until it is deregistered (libhsakmt's contract; amdkfd pins the pages
-            // at registration), the kernel model checked it is mapped right now, and the view
-            // is dropped with the buffer at deregistration.
-            let view = unsafe { LinuxMapping::borrowed(user, size) };
+            // User-pointer memory is the application's: registering it promises to keep it
+            // mapped until it is deregistered (libhsakmt's contract; amdkfd pins the pages at
+            // registration); the view, checked to be mapped now, is dropped with the buffer at
+            // deregistration. Memory the GPU cannot reach is a fault.
+            let view = HostMapping::registered(user, size).map_err(|_| Errno::EFAULT)?;
             bo.user_view = Some(view.clone());
             return Ok((view, offset));
         }

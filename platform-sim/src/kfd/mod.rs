@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use hsakmt_core::error::Errno;
 use hsakmt_core::platform::OpenError;
 use hsakmt_core::topology::{HeapType, NodeKind, NodeView, Topology};
-use hsakmt_linux::fork::PidCache;
+use hsakmt_hostmem::PidCache;
 
 use crate::fault::Faults;
 use crate::gpu::vm::BoVm;

@@ -54,7 +54,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if let Filter::Event(h) = filter {
             self.record(h)?;
         }
-        let id = self.events.callbacks.lock().register(filter, callback)?;
+        let id = self.events().callbacks.lock().register(filter, callback)?;
         self.wake_dispatcher();
         Ok(id)
     }
@@ -66,27 +66,27 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// # Errors
     /// [`event::Error::InvalidCallback`].
     pub fn unregister_callback(&self, id: CallbackId) -> Result<Unregistered, Error> {
-        let r = self.events.callbacks.lock().unregister(id)?;
+        let r = self.events().callbacks.lock().unregister(id)?;
         self.wake_dispatcher();
         Ok(r)
     }
 
     /// Whether a call of callback `id` is running now.
     pub fn callback_running(&self, id: CallbackId) -> bool {
-        self.events.callbacks.lock().is_running(id)
+        self.events().callbacks.lock().is_running(id)
     }
 
     /// Names a signal event that registration changes (and [`Kfd::wake_dispatcher`]) set, so a
     /// thread blocked in [`Kfd::poll`] rebuilds its wait; `poll` always waits on it too and
     /// never reports it.
     pub fn set_dispatch_wake(&self, event: Option<EventHandle>) {
-        self.events.wake.store(event.map_or(0, EventHandle::to_raw), Ordering::Release);
+        self.events().wake.store(event.map_or(0, EventHandle::to_raw), Ordering::Release);
     }
 
     /// Sets the dispatcher's wake event, if any (errors are ignored: the dispatcher then picks
     /// changes up at its next wait).
     pub fn wake_dispatcher(&self) {
-        if let Some(h) = EventHandle::from_raw(self.events.wake.load(Ordering::Acquire)) {
+        if let Some(h) = EventHandle::from_raw(self.events().wake.load(Ordering::Acquire)) {
             let _ = self.set_event(h);
         }
     }
@@ -104,15 +104,15 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub fn poll(&self, timeout: Timeout) -> Result<Dispatched, Error> {
         self.check_open()?;
         let ages = self.ages();
-        let wake = EventHandle::from_raw(self.events.wake.load(Ordering::Acquire));
+        let wake = EventHandle::from_raw(self.events().wake.load(Ordering::Acquire));
         let mut filters = [None; DEFAULT_CALLBACK_CAPACITY];
-        for (slot, f) in filters.iter_mut().zip(self.events.callbacks.lock().filters()) {
+        for (slot, f) in filters.iter_mut().zip(self.events().callbacks.lock().filters()) {
             *slot = Some(f);
         }
         let mut set: WaitSet<MAX_WAIT_EVENTS> = WaitSet::new();
         let mut out = Dispatched::default();
         {
-            let table = self.events.table.lock();
+            let table = self.events().table.lock();
             if let Some(w) = wake.filter(|w| table.get(*w).is_ok()) {
                 let _ = set.push(w);
             }
@@ -139,7 +139,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 continue;
             }
             let note = {
-                let mut table = self.events.table.lock();
+                let mut table = self.events().table.lock();
                 let Ok(r) = table.get_mut(h) else { continue };
                 if r.dispatch_age != 0 {
                     r.dispatch_age = r.dispatch_age.max(set.age(i));
@@ -162,11 +162,11 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// Runs the callbacks for one notification; returns how many ran.
     pub(super) fn dispatch(&self, note: &Notification) -> usize {
         let mut ids = [CallbackId::NONE; DEFAULT_CALLBACK_CAPACITY];
-        let n = self.events.callbacks.lock().collect(note.event, note.event_type, &mut ids);
+        let n = self.events().callbacks.lock().collect(note.event, note.event_type, &mut ids);
         let mut calls = 0;
         for id in ids.iter().take(n).copied() {
-            let mut guard = CallGuard { registry: &self.events.callbacks, id, called: false };
-            let callback = self.events.callbacks.lock().begin_call(id);
+            let mut guard = CallGuard { registry: &self.events().callbacks, id, called: false };
+            let callback = self.events().callbacks.lock().begin_call(id);
             if let Some(callback) = callback {
                 guard.called = true;
                 callback(note);

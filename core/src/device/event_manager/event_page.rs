@@ -123,12 +123,12 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 let _ = self.map_memory_to_gpu(addr, MapNodes::All);
                 match self.cpu_mapping(addr) {
                     Ok(mapping) => {
-                        self.events.publish_page(EventPage { mapping, slots: EVENT_SLOTS });
+                        self.events().publish_page(EventPage { mapping, slots: EVENT_SLOTS });
                     }
-                    Err(_) => self.events.abandon_page(),
+                    Err(_) => self.events().abandon_page(),
                 }
             }
-            _ => self.events.abandon_page(),
+            _ => self.events().abandon_page(),
         }
     }
 

@@ -82,7 +82,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
         let ages = self.ages();
         {
-            let table = self.events.table.lock();
+            let table = self.events().table.lock();
             for i in 0..set.len() {
                 let h = set.handle(i).ok_or(event::Error::InvalidHandle)?;
                 let r = table.get(h)?;
@@ -90,11 +90,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
         }
         let result = self.wait_kernel(set.kernel_mut(), mode, timeout)?;
-        {
-            let topology = self.topology.read();
-            set.finish(mode, result, |g| node_of(&topology, g));
-        }
-        let mut table = self.events.table.lock();
+        self.read_topology(|topology| set.finish(mode, result, |g| node_of(topology, g)));
+        let mut table = self.events().table.lock();
         for i in 0..set.len() {
             let Some(r) = set.handle(i).and_then(|h| table.get_mut(h).ok()) else { continue };
             r.learn_age(set.age(i));

@@ -12,6 +12,7 @@ use crate::uapi::{
 };
 
 use super::event_page::{EventPage, PAGE_ABSENT};
+use crate::topology::Topology;
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// Creates an event (`hsaKmtCreateEvent`). The first signal or debug event also sets up
@@ -27,16 +28,16 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if desc.signaled && !desc.event_type.is_cpu_settable() {
             return Err(event::Error::NotCpuSettable(desc.event_type).into());
         }
-        let handle = self.events.table.lock().reserve()?;
+        let handle = self.events().table.lock().reserve()?;
         match self.create_reserved(desc) {
             Ok(record) => {
-                let mut table = self.events.table.lock();
+                let mut table = self.events().table.lock();
                 table.fill(handle, record)?;
-                self.events.mirror(handle, true);
+                self.events().mirror(handle, true);
                 Ok(handle)
             }
             Err(e) => {
-                let _ = self.events.table.lock().cancel(handle);
+                let _ = self.events().table.lock().cancel(handle);
                 Err(e)
             }
         }
@@ -49,16 +50,16 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             node_id: desc.node,
             ..Default::default()
         };
-        let setup = desc.event_type.has_slot() && self.events.claim_page();
+        let setup = desc.event_type.has_slot() && self.events().claim_page();
         // dGPU systems: the library supplies the page (libhsakmt's `hsakmt_is_dgpu` path).
-        let user_page = if setup && self.topology.read().is_dgpu_system() {
+        let user_page = if setup && self.read_topology(Topology::is_dgpu_system) {
             match self.alloc_event_page() {
                 Ok(page) => {
                     args.event_page_offset = page.handle;
                     Some(page)
                 }
                 Err(e) => {
-                    self.events.abandon_page();
+                    self.events().abandon_page();
                     return Err(e);
                 }
             }
@@ -69,24 +70,24 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             if let Some(page) = user_page {
                 self.release_event_page(page);
             } else if setup {
-                self.events.abandon_page();
+                self.events().abandon_page();
             }
             return Err(e);
         }
         if let Some(page) = user_page {
-            self.events.publish_page(EventPage { mapping: page.mapping, slots: EVENT_SLOTS });
+            self.events().publish_page(EventPage { mapping: page.mapping, slots: EVENT_SLOTS });
         } else if setup {
             match self.map_event_page(args.event_page_offset) {
-                Ok(page) => self.events.publish_page(page),
+                Ok(page) => self.events().publish_page(page),
                 Err(e) => {
-                    self.events.abandon_page();
+                    self.events().abandon_page();
                     self.destroy_kernel_event(args.event_id);
                     return Err(e);
                 }
             }
         }
         let slot = if desc.event_type.has_slot() {
-            let slots = self.events.page.read().as_ref().map_or(0, |p| p.slots);
+            let slots = self.events().page.read().as_ref().map_or(0, |p| p.slots);
             (args.event_slot_index < slots).then_some(args.event_slot_index as u16)
         } else {
             None
@@ -132,17 +133,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// still alive and usable.
     pub fn destroy_event(&self, handle: EventHandle) -> Result<(), Error> {
         self.check_open()?;
-        let record = self.events.table.lock().begin_destroy(handle)?;
+        let record = self.events().table.lock().begin_destroy(handle)?;
         let mut args = kfd_ioctl_destroy_event_args { event_id: record.id, pad: 0 };
         match self.ioctl(&mut Ioctl::DestroyEvent(&mut args)) {
             Ok(()) => {
-                let mut table = self.events.table.lock();
+                let mut table = self.events().table.lock();
                 table.finish_destroy(handle)?;
-                self.events.mirror(handle, false);
+                self.events().mirror(handle, false);
                 Ok(())
             }
             Err(e) => {
-                let _ = self.events.table.lock().abort_destroy(handle);
+                let _ = self.events().table.lock().abort_destroy(handle);
                 Err(e)
             }
         }
@@ -154,7 +155,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             // In batches, so the table lock is never held across an ioctl.
             let mut batch = [(EventHandle::new(0, 0), 0u32); EVENT_TEARDOWN_BATCH];
             let n = {
-                let table = self.events.table.lock();
+                let table = self.events().table.lock();
                 batch.iter_mut().zip(table.iter()).map(|(b, (h, r))| *b = (h, r.id)).count()
             };
             if n == 0 {
@@ -162,17 +163,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
             for (handle, id) in batch.iter().take(n).copied() {
                 self.destroy_kernel_event(id);
-                let mut table = self.events.table.lock();
+                let mut table = self.events().table.lock();
                 if table.begin_destroy(handle).is_ok() {
                     let _ = table.finish_destroy(handle);
                 }
             }
         }
-        self.events.table.lock().clear();
-        self.events.reset_mirrors();
-        self.events.callbacks.lock().clear();
-        self.events.wake.store(0, Ordering::Release);
-        drop(self.events.page.write().take());
-        self.events.page_state.store(PAGE_ABSENT, Ordering::Release);
+        self.events().table.lock().clear();
+        self.events().reset_mirrors();
+        self.events().callbacks.lock().clear();
+        self.events().wake.store(0, Ordering::Release);
+        drop(self.events().page.write().take());
+        self.events().page_state.store(PAGE_ABSENT, Ordering::Release);
     }
 }

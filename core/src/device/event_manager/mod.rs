@@ -258,7 +258,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     }
 
     fn record(&self, handle: EventHandle) -> Result<EventRecord, Error> {
-        Ok(*self.events.table.lock().get(handle)?)
+        Ok(*self.events().table.lock().get(handle)?)
     }
 
     /// Verifies the event state (`O(capacity + events²)`; for tests and debug sweeps): the
@@ -270,17 +270,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// The first [`Violation`](crate::memory::Violation) found.
     pub fn check_event_invariants(&self) -> Result<(), crate::memory::Violation> {
         use crate::memory::Violation;
-        let table = self.events.table.lock();
+        let table = self.events().table.lock();
         table.check_invariants()?;
-        for (i, mirror) in self.events.generations.iter().enumerate() {
+        for (i, mirror) in self.events().generations.iter().enumerate() {
             let expected = table.occupant(i).map_or(0, EventHandle::generation);
             if mirror.load(Ordering::Acquire) != expected {
                 return Err(Violation::Dangling { slot: i as u32 });
             }
         }
         drop(table);
-        let state = self.events.page_state.load(Ordering::Acquire);
-        let page = self.events.page.read().is_some();
+        let state = self.events().page_state.load(Ordering::Acquire);
+        let page = self.events().page.read().is_some();
         if (state == PAGE_READY) != page && state != PAGE_CREATING {
             return Err(Violation::Counter);
         }
@@ -333,7 +333,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             reset: r.reset,
             node: r.node,
             slot: r.slot.map(u32::from),
-            mailbox: self.events.page_slot_address(r.slot),
+            mailbox: self.events().page_slot_address(r.slot),
             trigger_data: r.trigger_data,
         }
     }
@@ -349,17 +349,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             info: self.info_of(&r),
             age: r.age,
             observed: r.observed,
-            mailbox: self.events.mailbox(r.slot),
+            mailbox: self.events().mailbox(r.slot),
         })
     }
 
     /// The event page: its address and usable slots, once the first signal event created it.
     pub fn event_page(&self) -> Option<(u64, u32)> {
-        self.events.page.read().as_ref().map(|p| (p.mapping.addr(), p.slots))
+        self.events().page.read().as_ref().map(|p| (p.mapping.addr(), p.slots))
     }
 
     /// Live events.
     pub fn event_count(&self) -> usize {
-        self.events.table.lock().len()
+        self.events().table.lock().len()
     }
 }

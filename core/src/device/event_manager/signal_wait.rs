@@ -143,7 +143,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 
         let ages = self.ages();
         let mut age = if ages { r.age.max(INITIAL_AGE) } else { 0 };
-        let count = self.events.sleepers.get(handle.index()).ok_or(event::Error::InvalidHandle)?;
+        let count =
+            self.events().sleepers.get(handle.index()).ok_or(event::Error::InvalidHandle)?;
         count.fetch_add(1, Ordering::SeqCst);
         let _sleeping = Sleeping(count);
         // Pairs with the fence in `wake_signal_waiters`: the count is visible to a setter, or
@@ -182,7 +183,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             kernel_waits = kernel_waits.saturating_add(1);
             if self.wait_kernel(&mut data, WaitMode::All, slice)? == WaitResult::Complete && ages {
                 age = data.first().map_or(age, |d| d.data.signal_event_data().last_event_age);
-                if let Ok(r) = self.events.table.lock().get_mut(handle) {
+                if let Ok(r) = self.events().table.lock().get_mut(handle) {
                     r.learn_age(age);
                 }
             }
@@ -212,13 +213,13 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// As [`Kfd::store_signal`].
     pub fn wake_signal_waiters(&self, handle: EventHandle) -> Result<bool, Error> {
         let index = handle.index();
-        let live = self.events.generations.get(index).map(|g| g.load(Ordering::Acquire));
+        let live = self.events().generations.get(index).map(|g| g.load(Ordering::Acquire));
         if live != Some(handle.generation()) {
             return Err(event::Error::InvalidHandle.into());
         }
         // Pairs with the fence in `wait_signal` (see the module docs).
         fence(Ordering::SeqCst);
-        let sleeping = self.events.sleepers.get(index).map_or(0, |s| s.load(Ordering::SeqCst));
+        let sleeping = self.events().sleepers.get(index).map_or(0, |s| s.load(Ordering::SeqCst));
         if sleeping == 0 {
             return Ok(false);
         }
@@ -228,6 +229,6 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Signal waiters of `handle` blocked (or about to block) in the kernel.
     pub fn signal_sleepers(&self, handle: EventHandle) -> u32 {
-        self.events.sleepers.get(handle.index()).map_or(0, |s| s.load(Ordering::SeqCst))
+        self.events().sleepers.get(handle.index()).map_or(0, |s| s.load(Ordering::SeqCst))
     }
 }

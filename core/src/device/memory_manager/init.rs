@@ -168,13 +168,12 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// device; the state is reset by the next open.
     pub(crate) fn open_memory(&self) -> Result<(), Error> {
         let settings = read_settings(&self.platform);
-        {
-            let topo = self.topology.read();
+        self.read_topology(|topo| {
             let mut st = self.memory.lock();
             st.reset();
             st.settings = settings;
-            st.build_nodes(&topo);
-        }
+            st.build_nodes(topo);
+        });
         self.open_gpus()?;
         self.init_svm()?;
         self.set_policies()?;

@@ -17,27 +17,28 @@ use crate::memory::recycle::{BinTag, RecycleCache};
 use crate::memory::va::VaSlot;
 use crate::memory::{Error, MemFlags, NodeSet, PAGE_SIZE, Violation};
 use crate::platform::SharedMemory;
+use crate::topology::{Topology, TopologyStorage};
+
+use crate::device::HandleTables;
+use core::borrow::Borrow;
 
 use super::alloc::AllocPlan;
 use super::pending::Pending;
 
-pub use crate::config::DEFAULT_MEMORY_OBJECTS;
+pub use crate::config::{DEFAULT_MEMORY_OBJECTS, RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES};
 
 /// Size of each address-space slab reserved for the SVM aperture in slab mode (grown on demand;
 /// a request larger than this reserves a slab of its own size).
 pub const SLAB_SIZE: u64 = 64 << 30;
 
-pub use crate::config::RECYCLE_SHAPES;
-
-pub use crate::config::RECYCLE_DEPTH;
-
-pub use crate::config::RECYCLE_CAPACITY;
-
-/// The storage of the memory manager's tables, in the manner of `heapless`: which arrays hold the
-/// object table and the descriptors of each aperture. `M` is the platform's mapping type.
+/// Where a [`Kfd`](crate::device::Kfd) keeps its large tables, in the manner of `heapless`:
+/// which arrays hold the memory manager's object table and the descriptors of each aperture,
+/// and where the topology snapshot taken at open lives. `M` is the platform's mapping type.
 ///
-/// [`Inline`] stores everything in the device facade (capacity fixed at compile time); a `std`
-/// crate can provide boxed slices (see `hsakmt_linux::BoxedMemory`).
+/// [`Inline`] stores everything in the device facade (capacity fixed at compile time; a facade
+/// in a `static` takes no stack); a `std` crate can provide boxes built on the heap (see
+/// `hsakmt_linux::BoxedMemory`), which leave the facade itself small enough for any thread's
+/// stack.
 pub trait MemoryStorage<M> {
     /// Start-index nodes of the object table (one per object).
     type IndexNodes: AsRef<[IndexNode]> + AsMut<[IndexNode]>;
@@ -45,9 +46,16 @@ pub trait MemoryStorage<M> {
     type Slots: AsRef<[ObjectSlot<MemoryPayload<M>>]> + AsMut<[ObjectSlot<MemoryPayload<M>>]>;
     /// Block descriptors of one aperture (about two per live allocation).
     type VaSlots: AsRef<[VaSlot]> + AsMut<[VaSlot]>;
+    /// The topology snapshot (about 450 KB with the default capacities): the
+    /// [`Topology`](crate::topology::Topology) itself, `&'static mut Topology` from a
+    /// [`TopologyCell`](crate::topology::TopologyCell), or a `Box<Topology>` on `std`.
+    type Topology: TopologyStorage;
+    /// The queue and event tables (about 380 KB with the default capacities):
+    /// [`HandleTables`] itself, a `&'static HandleTables`, or a `Box<HandleTables>` on `std`.
+    type HandleTables: Borrow<HandleTables<M>> + Send + Sync;
 }
 
-/// The arrays of a memory manager, handed to
+/// The arrays of a memory manager and the facade's topology storage, handed to
 /// [`Kfd::with_memory`](crate::device::Kfd::with_memory). The object capacity is the shorter
 /// of `index` and `slots`; every aperture needs about two descriptors per live allocation in it.
 pub struct MemoryTables<M, S: MemoryStorage<M>> {
@@ -61,6 +69,10 @@ pub struct MemoryTables<M, S: MemoryStorage<M>> {
     pub coherent_va: S::VaSlots,
     /// Descriptors of the `NoAddress` handle window.
     pub handle_va: S::VaSlots,
+    /// Where the snapshot taken at open is kept (its content is replaced at open).
+    pub topology: S::Topology,
+    /// The queue and event tables, all empty.
+    pub handle_tables: S::HandleTables,
 }
 
 /// Inline storage for `N` objects (and `2·N` descriptors per aperture).
@@ -88,13 +100,15 @@ impl<const N: usize> AsMut<[VaSlot]> for VaArray<N> {
     }
 }
 
-impl<M, const N: usize> MemoryStorage<M> for Inline<N> {
+impl<M: Send + Sync, const N: usize> MemoryStorage<M> for Inline<N> {
     type IndexNodes = [IndexNode; N];
     type Slots = [ObjectSlot<MemoryPayload<M>>; N];
     type VaSlots = VaArray<N>;
+    type Topology = Topology;
+    type HandleTables = HandleTables<M>;
 }
 
-impl<M, const N: usize> MemoryTables<M, Inline<N>> {
+impl<M: Clone + Send + Sync, const N: usize> MemoryTables<M, Inline<N>> {
     /// Empty inline tables.
     #[must_use]
     pub const fn new() -> Self {
@@ -104,12 +118,14 @@ impl<M, const N: usize> MemoryTables<M, Inline<N>> {
             default_va: VaArray::EMPTY,
             coherent_va: VaArray::EMPTY,
             handle_va: VaArray::EMPTY,
+            topology: Topology::new(),
+            handle_tables: HandleTables::new(),
         }
     }
 }
 
-impl<M, const N: usize> MemoryState<M, Inline<N>> {
-    /// Empty inline tables (`const`, unlike [`MemoryState::with_tables`]).
+impl<M: Send + Sync, const N: usize> MemoryState<M, Inline<N>> {
+    /// Empty inline tables (`const`).
     pub(crate) const fn inline() -> Self {
         Self::from_parts(
             [IndexNode::EMPTY; N],
@@ -121,7 +137,7 @@ impl<M, const N: usize> MemoryState<M, Inline<N>> {
     }
 }
 
-impl<M, const N: usize> Default for MemoryTables<M, Inline<N>> {
+impl<M: Clone + Send + Sync, const N: usize> Default for MemoryTables<M, Inline<N>> {
     fn default() -> Self {
         Self::new()
     }
@@ -327,12 +343,8 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
-    pub(crate) fn with_tables(tables: MemoryTables<M, S>) -> Self {
-        let MemoryTables { index, slots, default_va, coherent_va, handle_va } = tables;
-        Self::from_parts(index, slots, default_va, coherent_va, handle_va)
-    }
-
-    const fn from_parts(
+    /// A memory manager over these arrays (all empty).
+    pub(crate) const fn from_parts(
         index: S::IndexNodes,
         slots: S::Slots,
         default_va: S::VaSlots,

@@ -34,7 +34,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.check_open()?;
         self.reclaim_queue_buffers();
         let record = {
-            let mut q = self.queues.lock();
+            let mut q = self.queues().lock();
             if q.table.get(handle)?.parts.has_producers() {
                 return Err(QueueError::Busy);
             }
@@ -44,10 +44,10 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if let Err(e) = self.ioctl(&mut Ioctl::DestroyQueue(&mut args)) {
             if matches!(e, DeviceError::Ioctl { errno: Errno::ETIME, .. }) {
                 self.free_parts(record.parts);
-                self.queues.lock().table.release(handle);
+                self.queues().lock().table.release(handle);
                 return Err(e.into());
             }
-            let mut q = self.queues.lock();
+            let mut q = self.queues().lock();
             if let Err(record) = q.table.fill(handle, record) {
                 drop(q);
                 self.free_parts(record.parts);
@@ -55,7 +55,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             return Err(e.into());
         }
         self.free_parts(record.parts);
-        self.queues.lock().table.release(handle);
+        self.queues().lock().table.release(handle);
         Ok(())
     }
 
@@ -79,7 +79,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             return Err(QueueError::InvalidPercentage(percentage));
         }
         let (queue_id, kind, own, current) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             let own = (r.info.ring_address, r.info.ring_size);
             (r.info.queue_id, r.info.queue_type.kind(), own, r.kernel_ring)
@@ -101,7 +101,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             queue_priority: priority.kfd_priority(),
         };
         self.ioctl(&mut Ioctl::UpdateQueue(&mut args))?;
-        let mut q = self.queues.lock();
+        let mut q = self.queues().lock();
         if let Ok(r) = q.table.get_mut(handle) {
             r.kernel_ring = (address, size);
             r.info.percentage = percentage;
@@ -126,7 +126,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     ) -> Result<(), QueueError> {
         self.check_open()?;
         let (queue_id, node) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             (r.info.queue_id, r.info.node)
         };
@@ -136,7 +136,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let mut args =
             kfd_ioctl_set_cu_mask_args { queue_id, num_cu_mask: count_bits, ..Default::default() };
         self.ioctl(&mut Ioctl::SetCuMask { args: &mut args, mask: words })?;
-        if let Ok(r) = self.queues.lock().table.get_mut(handle) {
+        if let Ok(r) = self.queues().lock().table.get_mut(handle) {
             r.info.cu_mask_bits = count_bits.min(KFD_MAX_CU_MASK_BITS);
         }
         Ok(())
@@ -153,7 +153,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub fn alloc_queue_gws(&self, handle: QueueHandle, num_gws: u32) -> Result<u32, QueueError> {
         self.check_open()?;
         let (queue_id, node, sdma) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             (r.info.queue_id, r.info.node, r.info.queue_type.is_sdma())
         };
@@ -165,7 +165,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
         let mut args = kfd_ioctl_alloc_queue_gws_args { queue_id, num_gws, ..Default::default() };
         self.ioctl(&mut Ioctl::AllocQueueGws(&mut args))?;
-        if let Ok(r) = self.queues.lock().table.get_mut(handle) {
+        if let Ok(r) = self.queues().lock().table.get_mut(handle) {
             r.info.gws = (num_gws > 0).then_some(args.first_gws);
         }
         Ok(args.first_gws)
@@ -224,20 +224,20 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// Buffers a caller still has views of stay mapped until those views go.
     pub(crate) fn teardown_queues(&self) {
         let mut handles = [QueueHandle::from_raw(0); MAX_DEVICE_QUEUES];
-        let n = self.queues.lock().table.live_handles(&mut handles);
+        let n = self.queues().lock().table.live_handles(&mut handles);
         for h in handles.iter().take(n) {
-            let record = match self.queues.lock().table.take(*h) {
+            let record = match self.queues().lock().table.take(*h) {
                 Ok(r) => r,
                 Err(_) => continue,
             };
             let mut args = kfd_ioctl_destroy_queue_args { queue_id: record.info.queue_id, pad: 0 };
             let _ = self.raw_ioctl(&mut Ioctl::DestroyQueue(&mut args));
             self.free_parts(record.parts);
-            self.queues.lock().table.release(*h);
+            self.queues().lock().table.release(*h);
         }
         self.reclaim_queue_buffers();
-        self.queues.lock().orphans = [None; MAX_ORPHANED_BUFFERS];
-        let pages = self.queues.lock().doorbells.take_all();
+        self.queues().lock().orphans = [None; MAX_ORPHANED_BUFFERS];
+        let pages = self.queues().lock().doorbells.take_all();
         for p in pages.into_iter().flatten() {
             if let DoorbellMapping::Buffer(a) = p.mapping {
                 let _ = self.free(a);
@@ -250,7 +250,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// inherited, so every view of it is leaked rather than dropped — see
     /// `forget_parent_memory`).
     pub(crate) fn forget_queues(&self) {
-        let mut q = self.queues.lock();
+        let mut q = self.queues().lock();
         q.table.drain(core::mem::forget);
         for page in q.doorbells.take_all() {
             core::mem::forget(page);

@@ -171,12 +171,12 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             return Err(QueueParamError::RingTooLarge.into());
         }
         let sizes = if kind.is_compute() { context_save_sizes(&f.queue)? } else { None };
-        let handle = self.queues.lock().table.reserve()?;
+        let handle = self.queues().lock().table.reserve()?;
         let mut parts = Parts::new();
         match self.create_in(handle, desc, &f, sizes, &mut parts) {
             Ok((info, rest)) => {
                 let record = QueueRecord { info, parts, ..rest };
-                match self.queues.lock().table.fill(handle, record) {
+                match self.queues().lock().table.fill(handle, record) {
                     Ok(()) => Ok(info),
                     // The slot cannot have changed hands (it was reserved), but never leak.
                     Err(record) => {
@@ -187,7 +187,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
             Err(e) => {
                 self.free_parts(parts);
-                self.queues.lock().table.release(handle);
+                self.queues().lock().table.release(handle);
                 Err(e)
             }
         }

@@ -100,7 +100,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         mmap_offset: u64,
     ) -> Result<P::Mapping, QueueError> {
         let fail = |error| QueueError::Memory { what: "doorbell page", error };
-        if let Some(p) = self.queues.lock().doorbells.get(f.index, mmap_offset) {
+        if let Some(p) = self.queues().lock().doorbells.get(f.index, mmap_offset) {
             return p.mapping.view().cloned().ok_or(fail(DeviceError::Platform(Errno::EFAULT)));
         }
         let size = doorbell_page_size(f.gfx());
@@ -122,7 +122,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             Err(e) => return Err(fail(e)),
         };
         let page = DoorbellPage { mmap_offset, mapping };
-        let (view, lost) = self.queues.lock().doorbells.insert(f.index, page);
+        let (view, lost) = self.queues().lock().doorbells.insert(f.index, page);
         if let Some(DoorbellMapping::Buffer(a)) = lost {
             // Another thread mapped the page first (or an old one was left): free ours.
             let _ = self.free(a);

@@ -434,17 +434,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// # Errors
     /// [`QueueError::InvalidHandle`].
     pub fn queue_info(&self, handle: QueueHandle) -> Result<QueueInfo, QueueError> {
-        Ok(self.queues.lock().table.get(handle)?.info)
+        Ok(self.queues().lock().table.get(handle)?.info)
     }
 
     /// How many queues exist.
     pub fn queue_count(&self) -> usize {
-        self.queues.lock().table.used()
+        self.queues().lock().table.used()
     }
 
     /// Handles of the live queues, into `out`; returns how many were stored.
     pub fn queue_handles(&self, out: &mut [QueueHandle]) -> usize {
-        self.queues.lock().table.live_handles(out)
+        self.queues().lock().table.live_handles(out)
     }
 
     /// Verifies the queue table (`O(MAX_DEVICE_QUEUES)`; for tests and debug sweeps): its slot
@@ -459,7 +459,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let mut ids = [0u32; MAX_DEVICE_QUEUES];
         let mut buffers = [(0u32, 0u64); MAX_DEVICE_QUEUES * 4];
         let (mut n, mut b) = (0usize, 0usize);
-        self.queues.lock().table.check(|h, r| {
+        self.queues().lock().table.check(|h, r| {
             let slot = u32::try_from(h.index()).unwrap_or(u32::MAX);
             if r.info.handle != h || ids.iter().take(n).any(|id| *id == r.info.queue_id) {
                 return Err(Violation::Duplicate { slot });
@@ -477,7 +477,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
             Ok(())
         })?;
-        let orphans = self.queues.lock().orphans;
+        let orphans = self.queues().lock().orphans;
         let st = self.memory.lock();
         for &(slot, addr) in buffers.iter().take(b) {
             if st.find_named(addr).is_none() {

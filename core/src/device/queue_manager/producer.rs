@@ -588,7 +588,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// whose ring or pointers the library has no exact mapping of.
     pub fn aql_queue(&self, handle: QueueHandle) -> Result<AqlQueue<P::Mapping>, QueueError> {
         let (mem, queue_id, token) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             if r.info.queue_type != QueueType::ComputeAql {
                 return Err(QueueError::WrongQueueKind);
@@ -612,12 +612,22 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     ///
     /// # Errors
     /// [`QueueError::InvalidHandle`]; [`QueueError::WrongQueueKind`] for another kind or one
-    /// whose ring or pointers the library has no exact mapping of.
+    /// whose ring or pointers the library has no exact mapping of; [`QueueError::Ring`] for a
+    /// doorbell not 8-aligned ([`RingError::Misaligned`]: the 32-bit doorbells before gfx9)
+    /// or outside its page ([`RingError::OutOfBounds`]).
     pub fn pm4_queue(&self, handle: QueueHandle) -> Result<Pm4Queue<P::Mapping>, QueueError> {
-        let q = self.queues.lock();
+        let q = self.queues().lock();
         let r = q.table.get(handle)?;
         if r.info.queue_type != QueueType::Compute {
             return Err(QueueError::WrongQueueKind);
+        }
+        // The doorbell invariant of `SharedMemory::ring_doorbell64`, checked once here as the
+        // AQL and SDMA producers check it when they are built.
+        if !r.doorbell_offset.is_multiple_of(8) {
+            return Err(QueueError::Ring(RingError::Misaligned));
+        }
+        if r.doorbell_offset.checked_add(8).is_none_or(|end| end > r.doorbell.len()) {
+            return Err(QueueError::Ring(RingError::OutOfBounds));
         }
         let (ring, pointers) = r.producer_views()?;
         Ok(Pm4Queue::new(
@@ -640,7 +650,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// gfx version without an SDMA v4+ engine.
     pub fn sdma_queue(&self, handle: QueueHandle) -> Result<SdmaQueue<P::Mapping>, QueueError> {
         let (mem, gfx, queue_id) = {
-            let q = self.queues.lock();
+            let q = self.queues().lock();
             let r = q.table.get(handle)?;
             if !r.info.queue_type.is_sdma() {
                 return Err(QueueError::WrongQueueKind);

@@ -1,4 +1,5 @@
-//! The fixed-capacity, generation-checked table of queues a [`Kfd`](crate::device::Kfd) owns.
+//! The fixed-capacity, generation-checked table of queues a [`Kfd`](crate::device::Kfd) owns: a
+//! [`SlotTable`] named by [`QueueHandle`]s.
 //!
 //! A slot moves `Free → Reserved → Live → Reserved → Free`: creation reserves a slot under the
 //! lock, drops the lock for the allocations and the ioctl, then makes it live (or frees it on
@@ -7,6 +8,8 @@
 //! slot's generation, so a [`QueueHandle`] of a destroyed queue never names its successor.
 
 use core::fmt;
+
+use crate::slot_table::{SlotKey, SlotTable};
 
 /// A queue created through [`Kfd`](crate::device::Kfd): a slot index and the generation the slot
 /// had when the queue was created. Never a pointer; a stale handle is rejected.
@@ -45,17 +48,6 @@ impl fmt::Debug for QueueHandle {
     }
 }
 
-enum SlotState<R> {
-    Free,
-    Reserved,
-    Live(R),
-}
-
-struct Slot<R> {
-    generation: u32,
-    state: SlotState<R>,
-}
-
 /// Why a table operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TableError {
@@ -65,156 +57,100 @@ pub(crate) enum TableError {
     Stale,
 }
 
-/// `N` slots of records `R`.
-///
-/// # Invariants
-/// `live` counts the slots in state `Live` or `Reserved`. A handle is valid exactly when its
-/// slot's generation equals the handle's and the slot is `Live`.
-pub(crate) struct Table<R, const N: usize> {
-    slots: [Slot<R>; N],
-    used: usize,
+impl QueueHandle {
+    const fn key(self) -> SlotKey {
+        SlotKey::new(self.index as u32, self.generation)
+    }
+
+    /// The handle of `key` (every key of a table of at most 65,536 slots fits).
+    fn of(key: SlotKey) -> Self {
+        QueueHandle {
+            index: u16::try_from(key.index()).unwrap_or(u16::MAX),
+            generation: key.generation(),
+        }
+    }
 }
 
+/// `N` slots of records `R`: a [`SlotTable`] named by [`QueueHandle`]s.
+///
+/// # Invariants
+/// A handle is valid exactly when its slot's generation equals the handle's and the slot holds
+/// a record (see [`SlotTable`]).
+pub(crate) struct Table<R, const N: usize>(SlotTable<R, N>);
+
 impl<R, const N: usize> Table<R, N> {
+    const INDEX_FITS: () = assert!(N <= 1 << 16, "queue handles carry a 16-bit index");
+
     /// An empty table (every generation starts at 1, so the all-zero raw handle is never valid).
     pub(crate) const fn new() -> Self {
-        Table { slots: [const { Slot { generation: 1, state: SlotState::Free } }; N], used: 0 }
+        let () = Self::INDEX_FITS;
+        Table(SlotTable::new())
     }
 
     /// Slots in use (live or reserved).
     pub(crate) fn used(&self) -> usize {
-        self.used
+        self.0.used()
     }
 
-    /// Reserves the lowest free slot and returns its future handle.
+    /// Reserves a free slot and returns its future handle.
     pub(crate) fn reserve(&mut self) -> Result<QueueHandle, TableError> {
-        let index = self
-            .slots
-            .iter()
-            .position(|s| matches!(s.state, SlotState::Free))
-            .ok_or(TableError::Full)?;
-        let index16 = u16::try_from(index).map_err(|_| TableError::Full)?;
-        let slot = self.slots.get_mut(index).ok_or(TableError::Full)?;
-        slot.state = SlotState::Reserved;
-        self.used += 1;
-        Ok(QueueHandle { index: index16, generation: slot.generation })
-    }
-
-    fn slot_mut(&mut self, h: QueueHandle) -> Option<&mut Slot<R>> {
-        self.slots.get_mut(h.index()).filter(|s| s.generation == h.generation)
+        self.0.reserve().map(QueueHandle::of).map_err(|_| TableError::Full)
     }
 
     /// Makes a reserved slot live with `record`. Returns the record back when the handle does
     /// not name a reserved slot.
     pub(crate) fn fill(&mut self, h: QueueHandle, record: R) -> Result<(), R> {
-        match self.slot_mut(h) {
-            Some(s) if matches!(s.state, SlotState::Reserved) => {
-                s.state = SlotState::Live(record);
-                Ok(())
-            }
-            _ => Err(record),
-        }
+        self.0.fill(h.key(), record)
     }
 
     /// Frees a reserved slot (a creation that failed, or a destruction that succeeded) and
     /// bumps its generation.
     pub(crate) fn release(&mut self, h: QueueHandle) {
-        if let Some(s) = self.slot_mut(h)
-            && matches!(s.state, SlotState::Reserved)
-        {
-            s.state = SlotState::Free;
-            s.generation = s.generation.wrapping_add(1).max(1);
-            self.used -= 1;
-        }
+        let _ = self.0.release(h.key());
     }
 
     /// The live record `h` names.
     pub(crate) fn get(&self, h: QueueHandle) -> Result<&R, TableError> {
-        match self.slots.get(h.index()) {
-            Some(Slot { generation, state: SlotState::Live(r) }) if *generation == h.generation => {
-                Ok(r)
-            }
-            _ => Err(TableError::Stale),
-        }
+        self.0.get(h.key()).ok_or(TableError::Stale)
     }
 
     /// The live record `h` names, mutably.
     pub(crate) fn get_mut(&mut self, h: QueueHandle) -> Result<&mut R, TableError> {
-        match self.slot_mut(h) {
-            Some(Slot { state: SlotState::Live(r), .. }) => Ok(r),
-            _ => Err(TableError::Stale),
-        }
+        self.0.get_mut(h.key()).ok_or(TableError::Stale)
     }
 
     /// Takes the record out of a live slot, leaving the slot reserved (for destruction).
     pub(crate) fn take(&mut self, h: QueueHandle) -> Result<R, TableError> {
-        let s = self.slot_mut(h).ok_or(TableError::Stale)?;
-        if !matches!(s.state, SlotState::Live(_)) {
-            return Err(TableError::Stale);
-        }
-        match core::mem::replace(&mut s.state, SlotState::Reserved) {
-            SlotState::Live(r) => Ok(r),
-            _ => Err(TableError::Stale),
-        }
+        self.0.take(h.key()).ok_or(TableError::Stale)
     }
 
     /// Handles of every live slot, in index order, into `out`; returns how many were stored.
     pub(crate) fn live_handles(&self, out: &mut [QueueHandle]) -> usize {
         let mut n = 0;
-        let live = self.slots.iter().enumerate().filter_map(|(i, s)| match s.state {
-            SlotState::Live(_) => {
-                Some(QueueHandle { index: u16::try_from(i).ok()?, generation: s.generation })
-            }
-            _ => None,
-        });
-        for (dst, h) in out.iter_mut().zip(live) {
-            *dst = h;
+        for (dst, (key, _)) in out.iter_mut().zip(self.0.iter()) {
+            *dst = QueueHandle::of(key);
             n += 1;
         }
         n
     }
 
-    /// Verifies the table's invariants: no generation is 0 and `used` counts the live and
-    /// reserved slots; calls `f` with each live record and its handle (for the caller's checks).
+    /// Verifies the table's invariants (see [`SlotTable::check_invariants`]); calls `f` with
+    /// each live record and its handle (for the caller's checks).
     pub(crate) fn check(
         &self,
         mut f: impl FnMut(QueueHandle, &R) -> Result<(), crate::memory::Violation>,
     ) -> Result<(), crate::memory::Violation> {
-        use crate::memory::Violation;
-        let mut used = 0;
-        for (i, s) in self.slots.iter().enumerate() {
-            let slot = u32::try_from(i).unwrap_or(u32::MAX);
-            if s.generation == 0 {
-                return Err(Violation::SlotList { slot });
-            }
-            match &s.state {
-                SlotState::Free => {}
-                SlotState::Reserved => used += 1,
-                SlotState::Live(r) => {
-                    used += 1;
-                    let index = u16::try_from(i).map_err(|_| Violation::SlotList { slot })?;
-                    f(QueueHandle { index, generation: s.generation }, r)?;
-                }
-            }
-        }
-        if used != self.used {
-            return Err(Violation::Counter);
+        self.0.check_invariants()?;
+        for (key, r) in self.0.iter() {
+            f(QueueHandle::of(key), r)?;
         }
         Ok(())
     }
 
     /// Empties the table, bumping the generation of every used slot, and hands each live record
     /// to `f`.
-    pub(crate) fn drain(&mut self, mut f: impl FnMut(R)) {
-        for s in &mut self.slots {
-            match core::mem::replace(&mut s.state, SlotState::Free) {
-                SlotState::Free => continue,
-                SlotState::Reserved => {}
-                SlotState::Live(r) => f(r),
-            }
-            s.generation = s.generation.wrapping_add(1).max(1);
-        }
-        self.used = 0;
+    pub(crate) fn drain(&mut self, f: impl FnMut(R)) {
+        self.0.drain(f);
     }
 }
 

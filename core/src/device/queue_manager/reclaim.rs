@@ -32,7 +32,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             let handle = b.handle();
             if self.queue_buffer_free(b).is_err() {
                 // Without room it stays with the memory manager until the last close.
-                let _ = self.queues.lock().orphan(handle);
+                let _ = self.queues().lock().orphan(handle);
             }
         }
     }
@@ -41,7 +41,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// a view, when their queue went); the ones that still cannot be freed stay kept.
     pub(super) fn reclaim_queue_buffers(&self) {
         let orphans = {
-            let mut q = self.queues.lock();
+            let mut q = self.queues().lock();
             if q.orphans.iter().all(Option::is_none) {
                 return;
             }
@@ -54,7 +54,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                     crate::memory::Error::StaleHandle | crate::memory::Error::InvalidHandle,
                 )) => {}
                 Err(_) => {
-                    let _ = self.queues.lock().orphan(handle);
+                    let _ = self.queues().lock().orphan(handle);
                 }
             }
         }

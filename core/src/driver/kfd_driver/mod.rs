@@ -38,6 +38,7 @@ use crate::platform::{Platform, SharedMemory};
 use crate::queue::aql::PacketWords;
 use crate::queue::params::QueuePriority;
 use crate::queue::signal::Signal;
+use crate::slot_table::SlotTable;
 
 use super::agent::{AgentId, AgentInfo, DriverId, RegionId};
 use super::api::{
@@ -46,19 +47,30 @@ use super::api::{
 };
 use super::policy::DriverKind;
 use signal_pool::SignalPool;
-use submission::QueueSlot;
+use submission::LiveQueue;
 
 pub use crate::config::{
     DRIVER_RING_CACHE, MAX_AGENTS, MAX_DRIVER_EVENTS, MAX_DRIVER_QUEUES, MAX_DRIVER_SIGNALS,
 };
 
-const NO_QUEUE: u32 = u32::MAX;
+impl<M: SharedMemory> State<M> {
+    const fn new() -> Self {
+        State {
+            initialized: false,
+            agents: heapless::Vec::new(),
+            peer_links: 0,
+            queues: SlotTable::new(),
+            ring_cache: heapless::Vec::new(),
+            events: heapless::Vec::new(),
+        }
+    }
+}
 
 struct State<M: SharedMemory> {
     initialized: bool,
     agents: heapless::Vec<AgentInfo, MAX_AGENTS>,
     peer_links: u32,
-    queues: [QueueSlot<M>; MAX_DRIVER_QUEUES],
+    queues: SlotTable<LiveQueue<M>, MAX_DRIVER_QUEUES>,
     ring_cache: heapless::Vec<Allocation<M>, DRIVER_RING_CACHE>,
     events: heapless::Vec<EventHandle, MAX_DRIVER_EVENTS>,
 }
@@ -107,21 +119,32 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> {
             kind,
             id,
             kfd,
-            state: spin::RwLock::new(State {
-                initialized: false,
-                agents: heapless::Vec::new(),
-                peer_links: 0,
-                queues: core::array::from_fn(|_| QueueSlot { generation: 1, live: None }),
-                ring_cache: heapless::Vec::new(),
-                events: heapless::Vec::new(),
-            }),
+            state: Self::empty_state(),
             sdma: spin::Mutex::new(heapless::Vec::new()),
-            signals: spin::Mutex::new(SignalPool {
-                memory: None,
-                slots: None,
-                events: [None; MAX_DRIVER_SIGNALS],
-            }),
+            signals: Self::empty_signal_pool(),
         }
+    }
+
+    // Debug builds build a large value in several stack temporaries (over 1 MiB for these
+    // tables); copying a compile-time constant costs one. Optimised builds build them in place,
+    // where a constant would only add its size to the binary.
+
+    #[inline(never)]
+    fn empty_state() -> spin::RwLock<State<P::Mapping>> {
+        #[cfg(debug_assertions)]
+        let state = const { spin::RwLock::new(State::new()) };
+        #[cfg(not(debug_assertions))]
+        let state = spin::RwLock::new(State::new());
+        state
+    }
+
+    #[inline(never)]
+    fn empty_signal_pool() -> spin::Mutex<SignalPool<P::Mapping>> {
+        #[cfg(debug_assertions)]
+        let pool = const { spin::Mutex::new(SignalPool::new()) };
+        #[cfg(not(debug_assertions))]
+        let pool = spin::Mutex::new(SignalPool::new());
+        pool
     }
 
     /// The facade, for everything the trait does not cover.
@@ -147,18 +170,8 @@ where
             return Ok(());
         }
         // Queues first (their producers hold mappings), then signals, events, memory.
-        let live: heapless::Vec<QueueId, MAX_DRIVER_QUEUES> = {
-            let st = self.state.read();
-            st.queues
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.live.is_some())
-                .map(|(i, s)| QueueId {
-                    index: u32::try_from(i).unwrap_or(NO_QUEUE),
-                    generation: s.generation,
-                })
-                .collect()
-        };
+        let live: heapless::Vec<QueueId, MAX_DRIVER_QUEUES> =
+            self.state.read().queues.iter().map(|(key, _)| key.into()).collect();
         for q in live {
             let _ = self.destroy_queue(q);
         }

@@ -22,6 +22,13 @@ pub(super) struct SignalPool<M: SharedMemory> {
     pub(super) events: [Option<EventHandle>; MAX_DRIVER_SIGNALS],
 }
 
+impl<M: SharedMemory> SignalPool<M> {
+    /// No pool yet (it is allocated at the first signal).
+    pub(super) const fn new() -> Self {
+        Self { memory: None, slots: None, events: [None; MAX_DRIVER_SIGNALS] }
+    }
+}
+
 impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S>
 where
     Kfd<P, S>: Send + Sync,

@@ -14,12 +14,7 @@ use crate::queue::params::QueuePriority;
 use crate::queue::sdma::{PollFunc, SdmaPacket};
 use crate::queue::signal::{Mailbox, VALUE_OFFSET};
 
-use super::{MAX_DRIVER_QUEUES, NO_QUEUE};
-
-pub(super) struct QueueSlot<M: SharedMemory> {
-    pub(super) generation: u32,
-    pub(super) live: Option<LiveQueue<M>>,
-}
+use super::MAX_DRIVER_QUEUES;
 
 pub(super) struct LiveQueue<M: SharedMemory> {
     pub(super) handle: QueueHandle,
@@ -115,17 +110,7 @@ where
                 return Err(e.into());
             }
         };
-        let mut st = self.state.write();
-        let Some((index, slot)) = st.queues.iter_mut().enumerate().find(|(_, s)| s.live.is_none())
-        else {
-            drop(st);
-            drop(producer);
-            let _ = self.kfd.destroy_queue(info.handle);
-            undo(ring);
-            return Err(DriverError::CapacityExhausted("queue"));
-        };
-        slot.generation = slot.generation.wrapping_add(1).max(1);
-        slot.live = Some(LiveQueue {
+        let live = LiveQueue {
             handle: info.handle,
             agent,
             producer,
@@ -133,8 +118,18 @@ where
             params: *params,
             error_signal,
             error_reported: false,
-        });
-        Ok(QueueId { index: u32::try_from(index).unwrap_or(NO_QUEUE), generation: slot.generation })
+        };
+        let mut st = self.state.write();
+        match st.queues.insert(live) {
+            Ok(key) => Ok(key.into()),
+            Err(LiveQueue { producer, ring, .. }) => {
+                drop(st);
+                drop(producer);
+                let _ = self.kfd.destroy_queue(info.handle);
+                undo(ring);
+                Err(DriverError::CapacityExhausted("queue"))
+            }
+        }
     }
 
     /// Submits `packets`, spinning (without the lock) while the ring is full ([`Driver::submit`]).
@@ -163,36 +158,37 @@ where
 
     /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]).
     pub(super) fn destroy_aql_queue(&self, queue: QueueId) -> Result<(), DriverError> {
-        let live = {
-            let mut st = self.state.write();
-            let slot = st.queues.get_mut(queue.index as usize).ok_or(DriverError::InvalidHandle)?;
-            if slot.generation != queue.generation {
-                return Err(DriverError::InvalidHandle);
-            }
-            slot.live.take().ok_or(DriverError::InvalidHandle)?
-        };
+        // Taken out, the queue's slot stays reserved (not reused) while the kernel is asked.
+        let key = queue.into();
+        let live = self.state.write().queues.take(key).ok_or(DriverError::InvalidHandle)?;
         let LiveQueue { handle, producer, ring, error_signal, agent, params, .. } = live;
         drop(producer);
         if let Err(e) = self.kfd.destroy_queue(handle) {
-            // Put it back: the queue still exists.
-            if let Ok(producer) = self.kfd.aql_queue(handle) {
-                let mut st = self.state.write();
-                if let Some(slot) = st.queues.get_mut(queue.index as usize) {
-                    slot.live = Some(LiveQueue {
-                        handle,
-                        agent,
-                        producer,
-                        ring,
-                        params,
-                        error_signal,
-                        error_reported: false,
-                    });
+            // Put it back: the queue still exists (unless no producer can be had for it any
+            // more, in which case the id goes).
+            let back = self.kfd.aql_queue(handle).ok().map(|producer| LiveQueue {
+                handle,
+                agent,
+                producer,
+                ring,
+                params,
+                error_signal,
+                error_reported: false,
+            });
+            let mut st = self.state.write();
+            match back {
+                Some(live) => {
+                    let _ = st.queues.fill(key, live);
+                }
+                None => {
+                    let _ = st.queues.release(key);
                 }
             }
             return Err(e.into());
         }
         let _ = self.destroy_signal(error_signal);
         let mut st = self.state.write();
+        let _ = st.queues.release(key);
         if let Err(r) = st.ring_cache.push(ring) {
             drop(st);
             let _ = self.kfd.free(r);
@@ -205,12 +201,7 @@ where
         id: QueueId,
         f: impl FnOnce(&LiveQueue<P::Mapping>) -> R,
     ) -> Result<R, DriverError> {
-        let st = self.state.read();
-        let slot = st.queues.get(id.index as usize).ok_or(DriverError::InvalidHandle)?;
-        match &slot.live {
-            Some(q) if slot.generation == id.generation => Ok(f(q)),
-            _ => Err(DriverError::InvalidHandle),
-        }
+        self.state.read().queues.get(id.into()).map(f).ok_or(DriverError::InvalidHandle)
     }
 
     /// Runs the error callbacks of queues that went into error since the last call (a queue
@@ -222,17 +213,11 @@ where
         > = heapless::Vec::new();
         {
             let mut st = self.state.write();
-            for (i, slot) in st.queues.iter_mut().enumerate() {
-                let generation = slot.generation;
-                if let Some(q) = slot.live.as_mut()
-                    && !q.error_reported
-                    && self.signal_load(q.error_signal).unwrap_or(0) != 0
-                {
+            for (key, q) in st.queues.iter_mut() {
+                if !q.error_reported && self.signal_load(q.error_signal).unwrap_or(0) != 0 {
                     q.error_reported = true;
                     if let Some(cb) = q.params.error_callback {
-                        let id =
-                            QueueId { index: u32::try_from(i).unwrap_or(NO_QUEUE), generation };
-                        let _ = fired.push((id, cb));
+                        let _ = fired.push((key.into(), cb));
                     }
                 }
             }

@@ -98,9 +98,7 @@ use core::marker::PhantomData;
 use super::avl::{self, Links, NIL, Tree};
 use super::{Error, Violation};
 
-pub use crate::config::OBJECT_TABLE_CAPACITY;
-
-pub use crate::config::MAX_KFD_HANDLES;
+pub use crate::config::{MAX_KFD_HANDLES, OBJECT_TABLE_CAPACITY};
 
 /// A generation-checked reference to an object of an [`ObjectTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,4 +1,4 @@
-//! Fork detection without a system call per check.
+//! Fork detection without a system call per check: [`PidCache`].
 //!
 //! The process id is cached in a page marked `MADV_WIPEONFORK` (Linux ≥ 4.14): a forked child
 //! sees the page zeroed, so the next lookup re-reads `getpid` and the caller notices the change.
