@@ -80,7 +80,7 @@ impl Sysfs for SimPlatform {
         };
         let bytes = self.profile.file(file).ok_or(Errno::ENOENT)?;
         if file == SysfsFile::GenerationId && bump != 0 {
-            let text = String::from_utf8_lossy(&bytes);
+            let text = String::from_utf8_lossy(bytes);
             let g: u32 = text.trim().parse().unwrap_or(0);
             let bumped = format!("{}\n", g.wrapping_add(bump));
             let n = bumped.len().min(buf.len());

@@ -91,7 +91,7 @@ pub const PMC_BLOCKS: u32 = 24;
 impl PmcBlock {
     /// The block of libhsakmt index `index`.
     #[must_use]
-    pub const fn from_index(index: u32) -> Option<Self> {
+    pub fn from_index(index: u32) -> Option<Self> {
         const ALL: [PmcBlock; PMC_BLOCKS as usize] = [
             PmcBlock::Cb,
             PmcBlock::Cpc,
@@ -118,7 +118,7 @@ impl PmcBlock {
             PmcBlock::Vgt,
             PmcBlock::Wd,
         ];
-        if index < PMC_BLOCKS { Some(ALL[index as usize]) } else { None }
+        ALL.get(index as usize).copied()
     }
 
     /// libhsakmt's index.

@@ -420,7 +420,7 @@ impl Memory {
     /// (page-rounded) range must not wrap and must end below [`VM_LIMIT`], and no mapping of
     /// another buffer on that VM may overlap it — all `EINVAL`. Returns the range's end.
     fn check_vm_range(&self, peer: u32, va: u64, size: u64) -> Result<u64, Errno> {
-        if va % PAGE != 0 {
+        if !va.is_multiple_of(PAGE) {
             return Err(Errno::EINVAL);
         }
         let end = va.checked_add(page_align(size)).ok_or(Errno::EINVAL)?;
