@@ -10,6 +10,7 @@ use hsakmt_core::topology::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::info_derived::{self, DeviceHeaps};
 use crate::source::{Source, SourceArgs};
 
 /// Arguments of `hsakmt info`.
@@ -25,8 +26,9 @@ pub(crate) struct InfoArgs {
     dot: bool,
 }
 
-/// Takes a snapshot from `source` into a boxed topology.
-pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
+/// Takes a snapshot from `source` into a boxed topology, as libhsakmt's users see it unless
+/// `capture` (see [`info_derived::refresh_as_seen`]).
+pub(crate) fn snapshot(source: &Source, capture: bool) -> Result<Box<Topology>, String> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
     // compile-time constant costs one. Optimised builds build it in place, where a constant
     // would only add its size to the binary.
@@ -35,22 +37,26 @@ pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     #[cfg(not(debug_assertions))]
     let mut topo = Box::new(Topology::new());
     let mut buf = vec![0u8; READ_BUFFER];
-    topo.refresh(source, source, &mut buf)
+    info_derived::refresh_as_seen(&mut topo, source, capture, &mut buf)
         .map_err(|e| format!("cannot read the topology of {}: {e}", source.describe()))?;
     Ok(topo)
 }
 
 pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
     let source = Source::resolve(&args.source)?;
-    let topo = snapshot(&source)?;
+    let capture = args.source.sysfs.is_some();
+    let topo = snapshot(&source, capture)?;
     let out = if args.json {
-        let mut text = serde_json::to_string_pretty(&to_json(&topo)).map_err(|e| e.to_string())?;
+        let heaps = info_derived::device_heaps(&source, capture);
+        let mut text =
+            serde_json::to_string_pretty(&to_json(&topo, &heaps)).map_err(|e| e.to_string())?;
         text.push('\n');
         text
     } else if args.dot {
         to_dot(&topo)
     } else {
-        report(&topo, source.describe())
+        let heaps = info_derived::device_heaps(&source, capture);
+        report(&topo, source.describe(), &heaps)
     };
     crate::output::emit(&out);
     Ok(())
@@ -80,7 +86,7 @@ fn link_json(topo: &Topology, node: u32, kind: EntryKind, link: &Link) -> Value 
 }
 
 /// The `--json` document (DESIGN.md §4).
-pub(crate) fn to_json(topo: &Topology) -> Value {
+pub(crate) fn to_json(topo: &Topology, heaps: &DeviceHeaps) -> Value {
     let mut system = Map::new();
     for (k, v) in topo.system_properties().iter() {
         system.insert(k.name().to_string(), num(v));
@@ -92,7 +98,7 @@ pub(crate) fn to_json(topo: &Topology) -> Value {
         topo.generation_id().map_or(Value::Null, |g| num(u64::from(g))),
     );
 
-    let nodes: Vec<Value> = topo.nodes().map(|n| node_json(topo, &n)).collect();
+    let nodes: Vec<Value> = topo.nodes().map(|n| node_json(topo, &n, heaps)).collect();
     let warnings: Vec<Value> =
         topo.warnings().iter().map(|w| Value::String(w.to_string())).collect();
     let mut doc = Map::new();
@@ -102,13 +108,14 @@ pub(crate) fn to_json(topo: &Topology) -> Value {
     if topo.warnings_dropped() > 0 {
         doc.insert("warnings_dropped".into(), num(u64::from(topo.warnings_dropped())));
     }
+    info_derived::device_into(&mut doc, heaps);
     Value::Object(doc)
 }
 
-fn node_json(topo: &Topology, n: &NodeView<'_>) -> Value {
+fn node_json(topo: &Topology, n: &NodeView<'_>, heaps: &DeviceHeaps) -> Value {
     let id = n.sysfs_id();
     let mut m = Map::new();
-    m.insert("node".into(), num(u64::from(id)));
+    info_derived::numbering_into(&mut m, n);
     m.insert("gpu_id".into(), n.gpu_id().map_or(Value::Null, |g| num(u64::from(g))));
     m.insert("name".into(), n.name().map_or(Value::Null, |s| Value::String(s.to_string())));
     m.insert("kind".into(), Value::String(n.kind().name().to_string()));
@@ -121,6 +128,7 @@ fn node_json(topo: &Topology, n: &NodeView<'_>) -> Value {
     if !n.is_accessible() {
         m.insert("accessible".into(), Value::Bool(false));
     }
+    info_derived::derived_into(&mut m, n);
     for (k, v) in n.properties().iter() {
         m.insert(k.name().to_string(), num(v));
     }
@@ -162,6 +170,8 @@ fn node_json(topo: &Topology, n: &NodeView<'_>) -> Value {
     m.insert("caches".into(), Value::Array(caches));
     m.insert("io_links".into(), Value::Array(io));
     m.insert("p2p_links".into(), Value::Array(p2p));
+    info_derived::dropped_links_into(&mut m, topo, n);
+    info_derived::heaps_into(&mut m, n, heaps);
     if !n.derived_links().is_empty() {
         let derived: Vec<Value> = n
             .derived_links()
@@ -245,7 +255,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// The human report: a system header, then one block per node.
-pub(crate) fn report(topo: &Topology, source: &str) -> String {
+pub(crate) fn report(topo: &Topology, source: &str, heaps: &DeviceHeaps) -> String {
     let mut s = String::new();
     let gpus = topo.gpu_count();
     let _ = writeln!(s, "KFD topology of {source}");
@@ -322,9 +332,7 @@ pub(crate) fn report(topo: &Topology, source: &str) -> String {
                 );
             }
         }
-        if !n.is_accessible() {
-            let _ = writeln!(s, "  (not accessible: hidden by the device cgroup)");
-        }
+        info_derived::report_node(&mut s, &n, heaps);
         for b in n.mem_banks() {
             let heap = b.heap_type().map_or_else(|| "?".into(), |h: HeapType| format!("{h:?}"));
             let _ = writeln!(

@@ -3,6 +3,7 @@
 mod bench;
 mod doctor;
 mod info;
+mod info_derived;
 mod output;
 mod run;
 mod source;

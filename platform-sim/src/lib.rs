@@ -216,9 +216,10 @@ impl SimBuilder {
             )),
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
-        // (none of the embedded ones) simply has no GPUs.
+        // (none of the embedded ones) simply has no GPUs. The kernel reads no environment:
+        // the process's overrides (`HSA_OVERRIDE_GFX_VERSION`, ...) do not change its GPUs.
         let mut buf = vec![0u8; READ_BUFFER];
-        if topology.refresh(&sim, &sim, &mut buf).is_err() {
+        if topology.refresh(&sim, &KernelHost(&sim), &mut buf).is_err() {
             topology.clear();
         }
         sim.kfd = Arc::new(kfd::KfdModel::new(
@@ -719,6 +720,23 @@ impl SimPlatform {
 impl Default for SimPlatform {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The simulated kernel's view of the host: the platform's clock and process, no environment.
+struct KernelHost<'a>(&'a SimPlatform);
+
+impl hsakmt_core::platform::Host for KernelHost<'_> {
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+
+    fn process_id(&self) -> u32 {
+        self.0.process_id()
+    }
+
+    fn env_var(&self, _name: &str, _buf: &mut [u8]) -> Option<usize> {
+        None
     }
 }
 

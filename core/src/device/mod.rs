@@ -46,8 +46,8 @@ use memory_manager::state::MemoryState;
 use session::{Session, Usability};
 
 pub use memory_manager::{
-    Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
-    PointerInfo, PointerKind,
+    Allocation, DEFAULT_MEMORY_OBJECTS, Heap, HeapKind, Inline, MapNodes, MemoryStorage,
+    MemoryTables, MemoryUsage, NodeHeaps, PointerInfo, PointerKind,
 };
 
 pub use clock::ClockSample;

@@ -91,6 +91,7 @@ mod derive;
 mod diag;
 mod gfx;
 mod keys;
+mod marketing;
 mod node;
 mod parse;
 mod refresh;
@@ -115,6 +116,7 @@ pub use keys::{
     CacheKey, CacheProperties, KeyId, LinkKey, LinkProperties, MemBankKey, MemBankProperties,
     NodeKey, NodeProperties, SystemKey, SystemProperties, Width,
 };
+pub use marketing::marketing_name;
 pub use node::{
     Cache, Capability, Capability2, DebugProperties, HeapType, IoLinkType, Link, LinkOrigin,
     MemBank, NAME_CAPACITY, Node, NodeKind, Owner, SiblingMap, UNKNOWN_KEY_NAME_CAPACITY,
