@@ -63,7 +63,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// [`Error::NotOpened`] / [`Error::ForkedChild`]; [`Error::TopologyChanged`] when the tree
     /// changed while the process holds queues, events or memory; [`Error::Topology`] when
     /// the tree cannot be read (the snapshot is then empty until the next acquire); errors of
-    /// setting the memory manager up again.
+    /// setting the memory manager up again (the properties stay released, the snapshot empty,
+    /// and the next acquire sets the memory manager up once more).
     pub fn acquire_system_properties(&self) -> Result<Acquired, Error> {
         let _guard = self.lifecycle.lock();
         self.check_open()?;
@@ -91,9 +92,11 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         drop(topology);
         refreshed?;
         if changed {
-            self.close_memory()?;
-            if let Err(e) = self.open_memory() {
+            let reset = self.close_memory().and_then(|()| self.open_memory());
+            if let Err(e) = reset {
                 self.forget_memory();
+                // An empty snapshot has no generation: the next acquire sets memory up again.
+                (*self.topology.write()).borrow_mut().clear();
                 return Err(e);
             }
         }
