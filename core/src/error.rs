@@ -203,6 +203,7 @@ errnos! {
     EMFILE = 24, "too many open files";
     ENOTTY = 25, "inappropriate ioctl for device";
     ENOSPC = 28, "no space left on device";
+    EPIPE = 32, "broken pipe";
     ERANGE = 34, "numerical result out of range";
     ENOSYS = 38, "function not implemented";
     ENODATA = 61, "no data available";

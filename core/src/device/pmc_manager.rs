@@ -7,6 +7,7 @@ use crate::config::MAX_PMC_TRACES;
 use crate::device::MemoryStorage;
 use crate::platform::Platform;
 use crate::pmc::{self, CounterBlock, TraceCounter, TraceRequest};
+use crate::slot_table::{SlotKey, SlotTable};
 
 /// A registered trace (`HSATraceId`): a slot and its generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,47 +40,39 @@ pub struct TraceRoot {
     pub passes: u32,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    generation: u32,
-    live: Option<u32>,
+impl TraceHandle {
+    fn key(self) -> SlotKey {
+        SlotKey::new((self.0 & 0xFFFF_FFFF) as u32, (self.0 >> 32) as u32)
+    }
+
+    fn of(key: SlotKey) -> Self {
+        Self(u64::from(key.generation()) << 32 | u64::from(key.index()))
+    }
 }
 
-/// The registered traces: node per slot, with generations.
+/// The registered traces: the node of each, named by generation-checked handles.
 #[derive(Debug)]
-pub(crate) struct Traces {
-    slots: [Slot; MAX_PMC_TRACES],
-}
+pub(crate) struct Traces(SlotTable<u32, MAX_PMC_TRACES>);
 
 impl Traces {
     pub(crate) const fn new() -> Self {
-        Self { slots: [Slot { generation: 0, live: None }; MAX_PMC_TRACES] }
+        Self(SlotTable::new())
     }
 
     fn insert(&mut self, node: u32) -> Option<TraceHandle> {
-        let (i, s) = self.slots.iter_mut().enumerate().find(|(_, s)| s.live.is_none())?;
-        s.generation = s.generation.wrapping_add(1);
-        s.live = Some(node);
-        Some(TraceHandle((u64::from(s.generation) << 32) | i as u64))
+        self.0.insert(node).ok().map(TraceHandle::of)
     }
 
     fn get(&self, h: TraceHandle) -> Option<u32> {
-        let s = self.slots.get((h.0 & 0xFFFF_FFFF) as usize)?;
-        (u64::from(s.generation) == h.0 >> 32).then_some(s.live).flatten()
+        self.0.get(h.key()).copied()
     }
 
     fn remove(&mut self, h: TraceHandle) -> Option<u32> {
-        let node = self.get(h)?;
-        if let Some(s) = self.slots.get_mut((h.0 & 0xFFFF_FFFF) as usize) {
-            s.live = None;
-        }
-        Some(node)
+        self.0.remove(h.key())
     }
 
     pub(crate) fn clear(&mut self) {
-        for s in &mut self.slots {
-            s.live = None;
-        }
+        self.0.drain(drop);
     }
 }
 

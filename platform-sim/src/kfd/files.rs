@@ -4,15 +4,17 @@
 //! [`FILE_FD_BASE`]); reading, writing and polling them behaves as the kernel's files do:
 //!
 //! - a pipe holds up to [`PIPE_CAPACITY`] bytes; reading an empty pipe is `EAGAIN` (the pipe is
-//!   non-blocking, as a debugger creates it), writing a full one `EAGAIN`; the read end reads,
-//!   the write end writes (`EBADF` otherwise);
+//!   non-blocking, as a debugger creates it) — or end of file (0) once its write end is closed,
+//!   which also makes it readable to `poll` — writing a full one `EAGAIN`, writing one whose
+//!   read end is closed `EPIPE`; the read end reads, the write end writes (`EBADF` otherwise);
+//!   descriptors are the lowest free numbers, as the kernel's;
 //! - an SMI stream (`kfd_smi_events.c`) is a FIFO of at most [`SMI_FIFO_SIZE`] bytes of event
 //!   lines; an event that does not fit is dropped; reading an empty stream is `EAGAIN`, a read
 //!   takes at most [`SMI_FIFO_SIZE`] bytes; writing sets the 8-byte event mask (`EFAULT` for
 //!   fewer bytes) and returns 8.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,11 +35,36 @@ pub(crate) struct ByteQueue {
     bytes: Mutex<VecDeque<u8>>,
     readable: Condvar,
     capacity: usize,
+    /// A pipe's read end is open.
+    reader: AtomicBool,
+    /// A pipe's write end is open (always for an SMI FIFO, which the kernel writes).
+    writer: AtomicBool,
 }
 
 impl ByteQueue {
     fn new(capacity: usize) -> Self {
-        ByteQueue { bytes: Mutex::new(VecDeque::new()), readable: Condvar::new(), capacity }
+        ByteQueue {
+            bytes: Mutex::new(VecDeque::new()),
+            readable: Condvar::new(),
+            capacity,
+            reader: AtomicBool::new(true),
+            writer: AtomicBool::new(true),
+        }
+    }
+
+    /// An end closed: a closed writer wakes the pollers (end of file is readable).
+    fn close_end(&self, reader: bool) {
+        let _q = lock(&self.bytes);
+        if reader {
+            self.reader.store(false, Ordering::Release);
+        } else {
+            self.writer.store(false, Ordering::Release);
+            self.readable.notify_all();
+        }
+    }
+
+    fn at_eof(&self) -> bool {
+        !self.writer.load(Ordering::Acquire)
     }
 
     /// Appends `data` if all of it fits; returns whether it did.
@@ -76,7 +103,7 @@ impl ByteQueue {
             u64::try_from(timeout_ms).ok().map(|ms| Instant::now() + Duration::from_millis(ms));
         let mut q = lock(&self.bytes);
         loop {
-            if !q.is_empty() {
+            if !q.is_empty() || self.at_eof() {
                 return true;
             }
             let left = match deadline {
@@ -153,7 +180,13 @@ impl Files {
 
     /// Closes `fd`; returns whether it was one of these files.
     pub(crate) fn close(&self, fd: u32) -> bool {
-        lock(&self.table).remove(&fd).is_some()
+        let removed = lock(&self.table).remove(&fd);
+        match &removed {
+            Some(File::PipeRead(q)) => q.close_end(true),
+            Some(File::PipeWrite(q)) => q.close_end(false),
+            Some(File::Smi(_)) | None => {}
+        }
+        removed.is_some()
     }
 
     /// How many are open.
@@ -163,7 +196,10 @@ impl Files {
 
     /// Closes every file (a forked child's copies, or the end of the process's state).
     pub(crate) fn clear(&self) {
-        lock(&self.table).clear();
+        let fds: Vec<u32> = lock(&self.table).keys().copied().collect();
+        for fd in fds {
+            self.close(fd);
+        }
     }
 
     pub(crate) fn poll(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
@@ -186,6 +222,7 @@ impl Files {
 
     pub(crate) fn write(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
         match self.get(fd).ok_or(Errno::EBADF)? {
+            File::PipeWrite(q) if !q.reader.load(Ordering::Acquire) => Err(Errno::EPIPE),
             File::PipeWrite(q) => match q.push_some(data) {
                 0 if !data.is_empty() => Err(Errno::EAGAIN),
                 n => Ok(n),
@@ -204,56 +241,10 @@ impl Files {
 
 fn read_queue(q: &ByteQueue, buf: &mut [u8], most: usize) -> Result<usize, Errno> {
     match q.pop(buf, most) {
-        0 if !buf.is_empty() => Err(Errno::EAGAIN),
+        0 if !buf.is_empty() && !q.at_eof() => Err(Errno::EAGAIN),
         n => Ok(n),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pipe_ends_read_and_write_their_way() {
-        let f = Files::default();
-        let (r, w) = f.pipe();
-        assert_eq!(f.read(r, &mut [0; 4]), Err(Errno::EAGAIN));
-        assert_eq!(f.poll(r, 0), Ok(false));
-        assert_eq!(f.write(w, b"..."), Ok(3));
-        assert_eq!(f.write(r, b"."), Err(Errno::EBADF));
-        assert_eq!(f.read(w, &mut [0; 4]), Err(Errno::EBADF));
-        assert_eq!(f.poll(r, 0), Ok(true));
-        let mut buf = [0; 8];
-        assert_eq!(f.read(r, &mut buf), Ok(3));
-        assert_eq!(&buf[..3], b"...");
-        assert!(f.close(r) && f.close(w));
-        assert_eq!(f.read(r, &mut buf), Err(Errno::EBADF));
-        assert_eq!(f.count(), 0);
-    }
-
-    #[test]
-    fn a_full_pipe_takes_what_fits() {
-        let f = Files::default();
-        let (_, w) = f.pipe();
-        let big = vec![b'.'; PIPE_CAPACITY - 1];
-        assert_eq!(f.write(w, &big), Ok(PIPE_CAPACITY - 1));
-        assert_eq!(f.write(w, b".."), Ok(1));
-        assert_eq!(f.write(w, b"."), Err(Errno::EAGAIN));
-    }
-
-    #[test]
-    fn smi_stream_mask_and_fifo() {
-        let f = Files::default();
-        let c = Arc::new(SmiClient::new(7, 1));
-        let fd = f.smi(c.clone());
-        assert_eq!(f.write(fd, &[1, 0, 0]), Err(Errno::EFAULT));
-        assert_eq!(f.write(fd, &6u64.to_le_bytes()), Ok(8));
-        assert_eq!(c.events.load(Ordering::Acquire), 6);
-        assert!(c.fifo.push_all(b"3 1 GPU_HANG\n"));
-        assert!(!c.fifo.push_all(&[b'x'; SMI_FIFO_SIZE]));
-        let mut buf = [0u8; 64];
-        let n = f.read(fd, &mut buf).unwrap();
-        assert_eq!(&buf[..n], b"3 1 GPU_HANG\n");
-        assert_eq!(f.read(fd, &mut buf), Err(Errno::EAGAIN));
-    }
-}
+mod tests;
