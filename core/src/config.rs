@@ -125,6 +125,19 @@ pub const MAX_WAIT_EVENTS: usize = 64;
 /// ioctls).
 pub const EVENT_TEARDOWN_BATCH: usize = 64;
 
+// ---- code objects ------------------------------------------------------------------------------
+
+/// The most `PT_LOAD` segments a code object may have (clang/lld produce 3–4).
+pub const MAX_LOAD_SEGMENTS: usize = 16;
+/// The deepest nesting of a code object's MessagePack metadata accepted (deeper is an error,
+/// so skipping a value needs no recursion).
+pub const MAX_METADATA_DEPTH: usize = 16;
+/// The most arguments (hidden ones included) a kernel may have for the kernarg builder.
+pub const MAX_KERNEL_ARGS: usize = 256;
+/// The bytes of a kernel name kept in a
+/// [`CodeObjectError::MissingKernel`](crate::code_object::CodeObjectError::MissingKernel).
+pub const KERNEL_NAME_CAPACITY: usize = 48;
+
 // ---- performance counters ---------------------------------------------------------------------
 
 /// Performance-counter traces a device facade keeps registered at once

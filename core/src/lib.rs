@@ -13,6 +13,7 @@
 //! - [`uapi`]: the kernel's `kfd_ioctl.h` / `kfd_sysfs.h`, byte for byte.
 //! - [`config`]: every capacity, one name each.
 //! - [`error`]: one shared [`error::ErrorKind`], errno values, and libhsakmt status codes.
+//! - [`slot_table`]: the generation-checked slot table behind the handle tables.
 //! - [`platform`]: the injected I/O boundary.
 //! - [`topology`]: the sysfs topology snapshot and what libhsakmt derives from it.
 //! - [`memory`]: bounded-time VA allocation in apertures (libhsakmt's placement rules) and the
@@ -21,9 +22,10 @@
 //! - [`event`]: the event table, wait sets, exception data and the callback registry.
 //! - [`device`]: [`device::Kfd`], the hsaKmt-style facade wiring all of the above over one
 //!   platform.
+//! - [`code_object`]: AMDGPU ELF code objects (v4–v6): target, segments, relocations, kernel
+//!   descriptors, metadata, kernel-argument layout.
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
-//! - [`slot_table`]: the generation-checked slot table behind every handle table.
 //!
 //! # Module names
 //!
@@ -39,7 +41,7 @@
 //!
 //! Below them, a file is named for the one thing it holds (`memory::dmabuf_info` decodes what
 //! the kernel says about a dma-buf; `device::memory_manager::dmabuf` exports and imports one),
-//! so no two modules of the crate share a name at different levels (`tests` modules excepted).
+//! so no two modules of the crate share a name at different levels (test modules excepted).
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -51,6 +53,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod code_object;
 pub mod config;
 pub mod debug;
 pub mod device;

@@ -4,8 +4,9 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the no-libc image
-/// test and the doc build.
+/// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the C library's
+/// header check and C test, the kernel code-object check, the no-libc image test and the doc
+/// build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     step(
@@ -80,6 +81,24 @@ pub(crate) fn ci() -> Result<(), String> {
             "warnings",
         ]),
     )?;
+    step(
+        "clippy (C library with the DTIF entry points)",
+        cargo().args(["clippy", "-p", "hsakmt-capi", "--features", "dtif", "--", "-D", "warnings"]),
+    )?;
+    step(
+        "clippy (hsakmt with the C ABI benchmark)",
+        cargo().args([
+            "clippy",
+            "-p",
+            "hsakmt-cli",
+            "--all-targets",
+            "--features",
+            "capi-bench",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
     let mut loom = cargo();
@@ -92,6 +111,12 @@ pub(crate) fn ci() -> Result<(), String> {
     crate::fuzz::ci_run()?;
     println!("==> uapi-check");
     crate::uapi_check::run(&[])?;
+    println!("==> capi-check (hsakmt-capi's types and functions against the pinned headers)");
+    crate::capi_check::run(&[])?;
+    println!("==> capi-test (the C library under a C program, .so and .a, every profile)");
+    crate::capi_test::run(&[])?;
+    println!("==> kernels --check (rebuild the committed code objects with clang-19, compare)");
+    crate::kernels::check()?;
     println!("==> image-test (no-libc static image against every simulator profile)");
     crate::image_test::image_test(&[])?;
     println!("==> size (static image and hsakmt against their goals, snapshot budget)");

@@ -17,8 +17,17 @@ use std::time::Instant;
 use crate::{run, workspace_root};
 
 /// Every fuzz target, as named in `core/fuzz/Cargo.toml`.
-pub(crate) const TARGETS: &[&str] =
-    &["topology", "apertures", "event_data", "dmabuf_info", "aql", "sdma", "smi", "cp_pm4"];
+pub(crate) const TARGETS: &[&str] = &[
+    "topology",
+    "apertures",
+    "event_data",
+    "dmabuf_info",
+    "aql",
+    "sdma",
+    "smi",
+    "code_object",
+    "cp_pm4",
+];
 
 /// Targets that need the fuzz crate's `sim` feature (the simulator in process): built only
 /// when selected, and left out of the CI-sized run (they double its build time).

@@ -1,7 +1,8 @@
 //! `cargo xtask fuzz --write-seeds`: (re)writes the committed seed inputs of the fuzz targets
 //! (`core/fuzz/seeds/<target>/`), a few valid inputs each in the format the target parses —
 //! topology trees from the simulator's captured profiles, realistic aperture replies, event
-//! data, dma-buf replies, and packets built with core's encoders. Files named `finding-*` (the
+//! data, dma-buf replies, packets built with core's encoders, and committed code objects with
+//! their metadata documents. Files named `finding-*` (the
 //! inputs of fixed fuzzing findings, kept as regression seeds) are left alone.
 
 use std::path::Path;
@@ -47,7 +48,7 @@ impl Seed {
 }
 
 pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
-    let sets: [(&str, Seeds); 8] = [
+    let sets: [(&str, Seeds); 9] = [
         ("topology", topology()?),
         ("apertures", apertures()),
         ("event_data", event_data()),
@@ -55,6 +56,7 @@ pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
         ("aql", aql()?),
         ("sdma", sdma()?),
         ("smi", smi()),
+        ("code_object", code_object()?),
         ("cp_pm4", cp_pm4()),
     ];
     for (target, seeds) in sets {
@@ -501,4 +503,43 @@ fn cp_pm4() -> Seeds {
         .into_iter()
         .map(|(n, v)| (n.to_string(), v.iter().flat_map(|d| d.to_le_bytes()).collect()))
         .collect()
+}
+
+/// The `code_object` target's input: whole code objects (one per kernel set, code object
+/// version and ISA family) and bare metadata documents (the `NT_AMDGPU_METADATA` note
+/// descriptors), which the target also parses on their own.
+fn code_object() -> Result<Seeds, String> {
+    let paths = [
+        "control/gfx900.co",
+        "control/gfx900-v4.co",
+        "control/gfx9-generic-v6.co",
+        "control/gfx942-sramecc-on-xnack-off-v6.co",
+        "blit/gfx942.co",
+        "blit/gfx1201.co",
+        "test/gfx900.co",
+        "test/gfx1100.co",
+    ];
+    let mut seeds = Vec::new();
+    for path in paths {
+        let o = hsakmt_kernels::all()
+            .iter()
+            .find(|o| o.path == path)
+            .ok_or(format!("no committed code object {path}"))?;
+        let name = path.trim_end_matches(".co").replace('/', "-");
+        seeds.push((name.clone(), o.bytes.to_vec()));
+        // The note record: namesz, descsz, type, "AMDGPU\0" padded to 8, the descriptor.
+        let at = o
+            .bytes
+            .windows(8)
+            .position(|w| w == b"AMDGPU\0\0")
+            .ok_or(format!("{path}: no AMDGPU note"))?;
+        let word = |i: usize| {
+            o.bytes.get(i..i + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
+        };
+        let descsz = word(at - 8).ok_or(format!("{path}: note header"))? as usize;
+        let desc =
+            o.bytes.get(at + 8..at + 8 + descsz).ok_or(format!("{path}: note descriptor"))?;
+        seeds.push((format!("{name}-metadata"), desc.to_vec()));
+    }
+    Ok(seeds)
 }

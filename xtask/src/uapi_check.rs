@@ -1,17 +1,15 @@
 //! `cargo xtask uapi-check`: proves `hsakmt_core::uapi` equal to the C headers.
 //!
 //! 1. Parses `uapi/kfd_ioctl.h` and `uapi/kfd_sysfs.h` with a small purpose-written parser
-//!    ([`cheader`]): structs with their member designators, enums, `#define`s.
+//!    ([`crate::c_header`]): structs with their member designators, enums, `#define`s.
 //! 2. Generates a C program that includes the headers and prints `sizeof`/`_Alignof` of every
 //!    struct, `offsetof`/`sizeof`/`_Alignof` of every member (anonymous-union members and
 //!    anonymous-struct paths included), the value of every constant, enumerator and request code,
-//!    and the values of the function-like macros ([`cprog`]); compiles it with `cc` (or `$CC`)
+//!    and the values of the function-like macros ([`crate::c_program`]); compiles it with `cc`
+//!    (or `$CC`)
 //!    against a one-line `<drm/drm.h>` shim and runs it.
 //! 3. Compares everything with the tables of `hsakmt_core::uapi`, both ways: a C item without a
 //!    Rust counterpart and a Rust item without a C counterpart are mismatches too.
-
-mod cheader;
-mod cprog;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,8 +18,8 @@ use hsakmt_core::uapi::{
     CONSTANTS, Constant, ENUMS, FUNCTION_MACROS, FieldLayout, IOCTLS, IoctlInfo, LAYOUTS, MacroKind,
 };
 
-use cheader::{Array, Header};
-use cprog::{COutput, MacroProbe};
+use crate::c_header::{self as cheader, Array, Header};
+use crate::c_program::{self as cprog, COutput, MacroProbe};
 
 /// The headers checked, in include order.
 const HEADERS: [&str; 2] = ["kfd_ioctl.h", "kfd_sysfs.h"];
@@ -55,15 +53,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
 
-    let headers = HEADERS
+    let texts = HEADERS
         .iter()
         .map(|file| {
             let path = header_dir.join(file);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            cheader::parse(file, &text)
+            std::fs::read_to_string(&path)
+                .map(|text| (*file, text))
+                .map_err(|e| format!("reading {}: {e}", path.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let headers = cheader::parse_all(&texts)?;
     if headers.iter().all(|h| h.structs.is_empty()) || headers.iter().any(|h| h.defines.is_empty())
     {
         return Err("the headers parsed to (almost) nothing; refusing a vacuous check".to_owned());
@@ -71,7 +70,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let mut report = Report::default();
     let probes = macro_probes(&headers, &mut report);
-    let source = cprog::generate(&headers, &probes);
+    let source = cprog::generate(&headers, &probes, "");
 
     let work_dir = std::env::temp_dir().join(format!("hsakmt-uapi-check-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work_dir);
@@ -246,7 +245,11 @@ fn check_field_type(
     }
     // Members of anonymous aggregate type have a Rust-only type name; layout covers them.
     let Some(ty) = &path.ty else { return };
-    match ty.rust_name() {
+    if ty.pointer > 0 || path.bits.is_some() {
+        report.mismatch(format!("{what}: pointers and bitfields are not expected in the uapi"));
+        return;
+    }
+    match ty.base.rust_name() {
         Some(expected) if expected == rust_element => {}
         Some(expected) => report.mismatch(format!(
             "{what}: C type `{ty}` needs Rust `{expected}`, found `{rust_element}`"

@@ -1,6 +1,8 @@
 //! `hsakmt bench`: benchmarks of the real code paths, each reported next to a reference
 //! measured in the same run.
 
+#[cfg(feature = "capi-bench")]
+mod capi;
 mod event;
 mod memory;
 mod queue;
@@ -25,6 +27,10 @@ pub(crate) enum Group {
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
+    /// The C ABI (hsakmt-capi's exported functions, called in-process) against the Rust
+    /// facade on the same calls (needs the `capi-bench` feature, which `cargo xtask bench`
+    /// turns on).
+    Capi,
 }
 
 /// Arguments of `hsakmt bench`.
@@ -96,7 +102,11 @@ impl Row {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     let groups = if args.groups.is_empty() {
-        vec![Group::Topology, Group::Memory, Group::Event, Group::Queue]
+        let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue];
+        if cfg!(feature = "capi-bench") {
+            all.push(Group::Capi);
+        }
+        all
     } else {
         args.groups.clone()
     };
@@ -107,6 +117,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
             Group::Memory => rows.extend(memory::run(args.scale)?),
             Group::Queue => rows.extend(queue::run(args.scale)?),
             Group::Event => rows.extend(event::run(args.scale)?),
+            #[cfg(feature = "capi-bench")]
+            Group::Capi => rows.extend(capi::run(args.scale)?),
+            #[cfg(not(feature = "capi-bench"))]
+            Group::Capi => {
+                return Err("this hsakmt was built without the C library (feature `capi-bench`); \
+                            run `cargo xtask bench capi`"
+                    .to_owned());
+            }
         }
     }
     if args.json {

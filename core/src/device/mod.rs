@@ -47,7 +47,7 @@ use session::{Session, Usability};
 
 pub use memory_manager::{
     Allocation, DEFAULT_MEMORY_OBJECTS, Heap, HeapKind, Inline, MapNodes, MemoryStorage,
-    MemoryTables, MemoryUsage, NodeHeaps, PointerInfo, PointerKind,
+    MemoryTables, MemoryUsage, NodeApertures, NodeHeaps, PointerInfo, PointerKind,
 };
 
 pub use clock::ClockSample;
@@ -326,8 +326,9 @@ impl<P: Platform> Kfd<P> {
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
-    /// A closed device over `platform` whose memory manager uses `tables` (their length fixes
-    /// the capacity; boxed slices let it reach hundreds of thousands of objects).
+    /// A closed device over `platform` whose large tables come from `tables`: the memory
+    /// manager's arrays (their length fixes the capacity; boxed slices let it reach hundreds of
+    /// thousands of objects), the topology snapshot's storage and the queue and event tables.
     pub fn with_memory(platform: P, tables: MemoryTables<P::Mapping, S>) -> Self {
         let MemoryTables {
             index,

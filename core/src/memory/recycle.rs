@@ -1,14 +1,14 @@
 //! [`RecycleCache`]: a bounded cache ("magazine") of recently freed allocations, grouped by
 //! shape, so that the next allocation of the same shape reuses one in `O(1)`.
 //!
-//! The cache only stores small `Copy` tokens (`V`) in per-shape stacks; what a token stands
-//! for — an address range still reserved, an object slot still indexed but invisible — is the
-//! owner's business (the memory manager keeps a freed allocation's range and slot, see
-//! [`crate::device::memory_manager`]). Each shape (`K`) has a bin holding up to `DEPTH` tokens and the
-//! owner's precomputed information about the shape (`I`, e.g. the allocation plan it
-//! implies), and the whole cache holds at most `CAP` tokens. A cached token is always the
-//! owner's to take back: [`RecycleCache::pop_any`] and [`RecycleCache::take`] hand tokens out,
-//! nothing is ever dropped silently.
+//! The cache only stores small `Copy` tokens (`V`) in per-shape stacks; what a token stands for —
+//! an address range still reserved, an object slot still indexed but invisible — is the owner's
+//! business (the memory manager keeps a freed allocation's range and slot, see
+//! [`crate::device::memory_manager`]). Each shape (`K`) has a bin holding up to `DEPTH` tokens and
+//! the owner's precomputed information about the shape (`I`, e.g. the allocation plan it implies),
+//! and the whole cache holds at most `CAP` tokens. A cached token is always the owner's to take
+//! back: [`RecycleCache::pop_any`] and [`RecycleCache::take`] hand tokens out, nothing is ever
+//! dropped silently.
 //!
 //! # Bins and tags
 //! A bin is claimed for a shape by [`RecycleCache::tag`], which returns a [`BinTag`] the owner

@@ -16,8 +16,8 @@ pub use crate::config::{
 /// them, and the inconsistencies found — in fixed-capacity tables, without allocation.
 ///
 /// Capacities are const generics (defaults hold an 8-GPU MI300X in CPX mode); running out is
-/// [`Error::Capacity`](super::Error::Capacity) naming the table. Construct with [`Topology::new`] (a `const fn`, so a
-/// `static` works) and fill in place with [`Topology::refresh`].
+/// [`Error::Capacity`](super::Error::Capacity) naming the table. Construct with [`Topology::new`]
+/// (a `const fn`, so a `static` works) and fill in place with [`Topology::refresh`].
 ///
 /// # Invariants
 /// - `nodes` are sorted by sysfs id, without duplicates.

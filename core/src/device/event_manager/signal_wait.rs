@@ -97,10 +97,10 @@ impl Drop for Sleeping<'_> {
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
-    /// Waits until `condition` holds for the signal value `value`, which `event` (a signal
-    /// event) is raised for: spins for up to `spin_ns` (see [`DEFAULT_SPIN_NS`](crate::device::DEFAULT_SPIN_NS)), then blocks
-    /// in the kernel with the event age (see the module docs for the protocol). The timeout
-    /// covers both phases.
+    /// Waits until `condition` holds for the signal value `value`, which `event` (a signal event)
+    /// is raised for: spins for up to `spin_ns` (see
+    /// [`DEFAULT_SPIN_NS`](crate::device::DEFAULT_SPIN_NS)), then blocks in the kernel with the
+    /// event age (see the module docs for the protocol). The timeout covers both phases.
     ///
     /// # Errors
     /// [`event::Error::InvalidHandle`], [`event::Error::NotCpuSettable`] for a non-signal

@@ -16,12 +16,11 @@
 //! ([`NodeHeaps::extra_bank_count`]).
 
 use crate::memory::PAGE_SIZE;
-use crate::memory::aperture::ReportedAperture;
 use crate::memory::objects::MemoryKind;
 use crate::platform::Platform;
 use crate::topology::GfxVersion;
 
-use super::state::{MemoryStorage, SvmMode};
+use super::state::MemoryStorage;
 use super::{Error, Kfd};
 
 /// Banks `hsaKmtGetNodeProperties` adds to every GPU node (`NUM_OF_DGPU_HEAPS`,
@@ -111,19 +110,14 @@ impl NodeHeaps {
     }
 }
 
-fn span(a: &ReportedAperture) -> Option<(u64, u64)> {
-    a.is_valid().then_some((a.base, a.limit))
-}
-
 impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
-    /// The heaps libhsakmt adds to GPU `node`'s memory banks (see the module documentation).
+    /// The heaps libhsakmt adds to GPU `node`'s memory banks (see the module documentation),
+    /// from its [`node_apertures`](Kfd::node_apertures).
     ///
     /// # Errors
-    /// [`crate::memory::Error::UnknownNode`] / [`crate::memory::Error::NotAGpu`] (wrapped in
-    /// [`Error::Memory`]) for a node that is not a GPU of this process;
-    /// [`Error::NotOpened`] / [`Error::ForkedChild`].
+    /// As [`Kfd::node_apertures`].
     pub fn node_heaps(&self, node: u32) -> Result<NodeHeaps, Error> {
-        self.check_open()?;
+        let a = self.node_apertures(node)?;
         let (lds_kb, svm_needed) = self.read_topology(|t| {
             let dgpu = t.is_dgpu_system();
             let v = t.node_by_user_id(node);
@@ -131,23 +125,19 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             let gfx = v.and_then(|v| v.gfx());
             (lds, dgpu || gfx.is_some_and(|g| g >= GfxVersion::new(9, 0, 0)))
         });
-        let st = self.memory.lock();
-        let g = st.gpu(node)?;
-        let lds = span(&g.lds).map(|(base, _)| Heap { base, size: u64::from(lds_kb) * 1024 });
-        let scratch = span(&g.scratch).map(|(base, limit)| Heap { base, size: limit - base + 1 });
-        let svm_range = match st.mode {
-            SvmMode::None => None,
-            SvmMode::Slabs => Some((st.default.config().base, st.default.config().limit)),
-            SvmMode::Reserved => Some((st.coherent.config().base, st.default.config().limit)),
-        };
-        let svm = svm_range
-            .filter(|&(base, limit)| svm_needed && base != 0 && limit != 0 && base < limit)
-            .map(|(base, limit)| Heap { base, size: limit - base + 1 });
-        let mmio_remap = st
+        let span = |(base, limit): (u64, u64)| Heap { base, size: limit - base + 1 };
+        let mmio_remap = self
+            .memory
+            .lock()
             .objects
             .iter()
             .find(|(_, o)| o.kind == MemoryKind::Mmio && o.node == node)
             .map(|(_, o)| Heap { base: o.start(), size: PAGE_SIZE });
-        Ok(NodeHeaps { lds, scratch, svm, mmio_remap })
+        Ok(NodeHeaps {
+            lds: a.lds.map(|(base, _)| Heap { base, size: u64::from(lds_kb) * 1024 }),
+            scratch: a.scratch.map(span),
+            svm: a.svm.filter(|_| svm_needed).map(span),
+            mmio_remap,
+        })
     }
 }

@@ -41,10 +41,11 @@
 //! [`MemoryUsage::va_live`] leave them out.
 //!
 //! # CPU access
-//! CPU mappings are the platform's [`SharedMemory`](crate::platform::SharedMemory) values. The library keeps one clone per
-//! object and hands out more ([`Allocation::mapping`], [`Kfd::cpu_mapping`]); it refuses to
-//! free memory while a caller still holds a clone ([`memory::Error::MappingInUse`](crate::memory::Error::MappingInUse)), so no view
-//! outlives its memory.
+//! CPU mappings are the platform's [`SharedMemory`](crate::platform::SharedMemory) values. The
+//! library keeps one clone per object and hands out more ([`Allocation::mapping`],
+//! [`Kfd::cpu_mapping`]); it refuses to free memory while a caller still holds a clone
+//! ([`memory::Error::MappingInUse`](crate::memory::Error::MappingInUse)), so no view outlives its
+//! memory.
 //!
 //! # For other parts of the library
 //! - Queue memory (rings, EOP buffers, context-save areas, queue descriptors): allocate with
@@ -62,19 +63,21 @@
 //!   out again to the next allocation of the same shape (libhsakmt releases it at once, and
 //!   first-fit may or may not hand it out again).
 //! - Freeing or unmapping an address no object starts at is an error
-//!   ([`memory::Error::UnknownAddress`](crate::memory::Error::UnknownAddress)); libhsakmt reports success when the SVM API exists.
+//!   ([`memory::Error::UnknownAddress`](crate::memory::Error::UnknownAddress)); libhsakmt reports
+//!   success when the SVM API exists.
 //! - Non-host-visible device memory gets no CPU mapping at all (libhsakmt maps it `PROT_NONE`,
 //!   one more system call per allocation).
 //! - User memory is registered as user-pointer buffers on every kernel (libhsakmt prefers SVM
 //!   attributes when the SVM API exists).
 //! - Closing the device while a caller holds a CPU view fails
-//!   ([`memory::Error::MappingInUse`](crate::memory::Error::MappingInUse)) instead of leaving a view over released address space.
+//!   ([`memory::Error::MappingInUse`](crate::memory::Error::MappingInUse)) instead of leaving a
+//!   view over released address space.
 //!
 //! # Not supported
-//! APU system memory from plain `mmap` (libhsakmt's CPUVM aperture) and the private GPUVM
-//! apertures of pre-gfx9 APUs with non-canonical GPUVM ([`memory::Error::NotSupported`](crate::memory::Error::NotSupported));
-//! `HSA_ZFB`; the out-of-tree IPC ioctls (`hsaKmtShareMemory`); SVM-attribute registration of
-//! user memory.
+//! APU system memory from plain `mmap` (libhsakmt's CPUVM aperture) and the private GPUVM apertures
+//! of pre-gfx9 APUs with non-canonical GPUVM
+//! ([`memory::Error::NotSupported`](crate::memory::Error::NotSupported)); `HSA_ZFB`; the
+//! out-of-tree IPC ioctls (`hsaKmtShareMemory`); SVM-attribute registration of user memory.
 //!
 //! # Files
 //! - `state`: the memory manager's tables and storage; `init`: their set-up at open and
@@ -101,7 +104,7 @@ mod svm;
 
 pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
 pub use heaps::{Heap, HeapKind, NodeHeaps, STATIC_HEAPS};
-pub use query::{MemoryUsage, PointerInfo, PointerKind};
+pub use query::{MemoryUsage, NodeApertures, PointerInfo, PointerKind};
 pub use state::{
     DEFAULT_MEMORY_OBJECTS, Inline, MemoryPayload, MemorySettings, MemoryStorage, MemoryTables,
     RECYCLE_CAPACITY, RECYCLE_DEPTH, RECYCLE_SHAPES, SLAB_SIZE, SvmMode, VaArray,

@@ -8,6 +8,7 @@ use crate::platform::Platform;
 
 use super::state::{self, ApertureId, MemoryPayload, MemoryStorage, SvmMode};
 use super::{Error, Kfd};
+use crate::memory::aperture::ReportedAperture;
 
 /// `HSA_POINTER_TYPE`: what kind of memory an address belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,6 +49,27 @@ pub struct PointerInfo {
     pub user_data: u64,
     /// The library's name of the object.
     pub handle: MemoryHandle,
+}
+
+/// The address ranges a GPU node reports to the runtime (libhsakmt's
+/// `hsakmt_fmm_get_aperture_base_and_limit`, which `hsaKmtGetNodeMemoryProperties` turns into the
+/// LDS, scratch and SVM heaps). A range is `None` when the kernel did not set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NodeApertures {
+    /// LDS aperture `(base, limit)`, limit inclusive.
+    pub lds: Option<(u64, u64)>,
+    /// Scratch aperture `(base, limit)`.
+    pub scratch: Option<(u64, u64)>,
+    /// GPUVM aperture `(base, limit)`.
+    pub gpuvm: Option<(u64, u64)>,
+    /// The SVM apertures as one range: from the base of the fine-grained (coherent) aperture to
+    /// the limit of the coarse-grained one; `None` without SVM apertures.
+    pub svm: Option<(u64, u64)>,
+}
+
+fn range(a: &ReportedAperture) -> Option<(u64, u64)> {
+    a.is_valid().then_some((a.base, a.limit))
 }
 
 fn info_of<M>(handle: MemoryHandle, o: &MemoryObject<MemoryPayload<M>>) -> PointerInfo {
@@ -103,6 +125,28 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.check_open()?;
         let st = self.memory.lock();
         Ok(info_of(handle, st.objects.get(handle)?))
+    }
+
+    /// The apertures GPU `node` reports (see [`NodeApertures`]).
+    ///
+    /// # Errors
+    /// [`memory::Error::UnknownNode`], [`memory::Error::NotAGpu`]; [`Error::NotOpened`] /
+    /// [`Error::ForkedChild`].
+    pub fn node_apertures(&self, node: u32) -> Result<NodeApertures, Error> {
+        self.check_open()?;
+        let st = self.memory.lock();
+        let g = st.gpu(node)?;
+        let svm = match st.mode {
+            SvmMode::None => None,
+            SvmMode::Slabs => Some((st.default.config().base, st.default.config().limit)),
+            SvmMode::Reserved => Some((st.coherent.config().base, st.default.config().limit)),
+        };
+        Ok(NodeApertures {
+            lds: range(&g.lds),
+            scratch: range(&g.scratch),
+            gpuvm: range(&g.gpuvm),
+            svm: svm.filter(|(b, l)| b < l),
+        })
     }
 
     /// Attaches an opaque value to the memory starting at `addr` (or registered at CPU address
@@ -218,7 +262,8 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         Ok(self.memory.lock().gpu(node)?.peers)
     }
 
-    /// Every GPU node the kernel reported apertures for (what [`MapNodes::All`](super::MapNodes::All) maps).
+    /// Every GPU node the kernel reported apertures for (what
+    /// [`MapNodes::All`](super::MapNodes::All) maps).
     ///
     /// # Errors
     /// [`Error::NotOpened`] / [`Error::ForkedChild`].

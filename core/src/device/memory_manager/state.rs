@@ -6,9 +6,11 @@
 //! ask this state *where* and *what*, release the lock, issue the ioctl, and come back to record
 //! the outcome.
 
+use core::borrow::Borrow;
 use core::fmt;
 
 use crate::config::{MAX_VA_RANGES, NODE_SET_CAPACITY};
+use crate::device::HandleTables;
 use crate::memory::aperture::{
     Aperture, ApertureAllocation, ApertureConfig, ApertureKind, ReportedAperture,
 };
@@ -18,9 +20,6 @@ use crate::memory::va::VaSlot;
 use crate::memory::{Error, MemFlags, NodeSet, PAGE_SIZE, Violation};
 use crate::platform::SharedMemory;
 use crate::topology::{Topology, TopologyStorage};
-
-use crate::device::HandleTables;
-use core::borrow::Borrow;
 
 use super::alloc::AllocPlan;
 use super::pending::Pending;
@@ -33,7 +32,8 @@ pub const SLAB_SIZE: u64 = 64 << 30;
 
 /// Where a [`Kfd`](crate::device::Kfd) keeps its large tables, in the manner of `heapless`:
 /// which arrays hold the memory manager's object table and the descriptors of each aperture,
-/// and where the topology snapshot taken at open lives. `M` is the platform's mapping type.
+/// and where the topology snapshot taken at open and the queue and event tables live. `M` is
+/// the platform's mapping type.
 ///
 /// [`Inline`] stores everything in the device facade (capacity fixed at compile time; a facade
 /// in a `static` takes no stack); a `std` crate can provide boxes built on the heap (see
@@ -55,9 +55,10 @@ pub trait MemoryStorage<M> {
     type HandleTables: Borrow<HandleTables<M>> + Send + Sync;
 }
 
-/// The arrays of a memory manager and the facade's topology storage, handed to
-/// [`Kfd::with_memory`](crate::device::Kfd::with_memory). The object capacity is the shorter
-/// of `index` and `slots`; every aperture needs about two descriptors per live allocation in it.
+/// The arrays of a memory manager, the facade's topology storage and its queue and event tables,
+/// handed to [`Kfd::with_memory`](crate::device::Kfd::with_memory). The object capacity is the
+/// shorter of `index` and `slots`; every aperture needs about two descriptors per live allocation
+/// in it.
 pub struct MemoryTables<M, S: MemoryStorage<M>> {
     /// Start-index nodes, all [`IndexNode::EMPTY`].
     pub index: S::IndexNodes,

@@ -27,7 +27,8 @@ where
         }
     }
 
-    /// Allocates `size` bytes (rounded to the granule) from `region` and maps it ([`Driver::allocate`]).
+    /// Allocates `size` bytes (rounded to the granule) from `region` and maps it
+    /// ([`Driver::allocate`]).
     pub(super) fn allocate_in_region(
         &self,
         region: RegionId,

@@ -6,8 +6,9 @@
 //! - AQL queues addressed by generation-checked ids, with a cache that keeps a destroyed
 //!   queue's ring (memory already allocated and mapped) for the next queue of the same size;
 //! - one SDMA queue per GPU agent, created on first use, for [`Driver::copy`];
-//! - completion signals carved by a bounded-time [`SubAllocator`](super::SubAllocator) out of one GPU-visible page
-//!   pool, each with a KFD signal event so waiters sleep in the kernel and the device raises it;
+//! - completion signals carved by a bounded-time [`SubAllocator`](super::SubAllocator) out of
+//!   one GPU-visible page pool, each with a KFD signal event so waiters sleep in the kernel and
+//!   the device raises it;
 //! - batch allocation and NUMA-aware placement helpers.
 //!
 //! Locks are held for bookkeeping only: never across an ioctl, a wait, or a full ring.
@@ -53,6 +54,15 @@ pub use crate::config::{
     DRIVER_RING_CACHE, MAX_AGENTS, MAX_DRIVER_EVENTS, MAX_DRIVER_QUEUES, MAX_DRIVER_SIGNALS,
 };
 
+struct State<M: SharedMemory> {
+    initialized: bool,
+    agents: heapless::Vec<AgentInfo, MAX_AGENTS>,
+    peer_links: u32,
+    queues: SlotTable<LiveQueue<M>, MAX_DRIVER_QUEUES>,
+    ring_cache: heapless::Vec<Allocation<M>, DRIVER_RING_CACHE>,
+    events: heapless::Vec<EventHandle, MAX_DRIVER_EVENTS>,
+}
+
 impl<M: SharedMemory> State<M> {
     const fn new() -> Self {
         State {
@@ -64,15 +74,6 @@ impl<M: SharedMemory> State<M> {
             events: heapless::Vec::new(),
         }
     }
-}
-
-struct State<M: SharedMemory> {
-    initialized: bool,
-    agents: heapless::Vec<AgentInfo, MAX_AGENTS>,
-    peer_links: u32,
-    queues: SlotTable<LiveQueue<M>, MAX_DRIVER_QUEUES>,
-    ring_cache: heapless::Vec<Allocation<M>, DRIVER_RING_CACHE>,
-    events: heapless::Vec<EventHandle, MAX_DRIVER_EVENTS>,
 }
 
 /// The [`Driver`] over the KFD facade.

@@ -31,7 +31,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S>
 where
     Kfd<P, S>: Send + Sync,
 {
-    /// Creates an AQL queue on `agent`, reusing a cached ring of its size ([`Driver::create_queue`]).
+    /// Creates an AQL queue on `agent`, reusing a cached ring of its size
+    /// ([`Driver::create_queue`]).
     pub(super) fn create_aql_queue(
         &self,
         agent: AgentId,
@@ -228,7 +229,8 @@ where
         fired.len()
     }
 
-    /// Copies `bytes` from `src` to `dst` on the agent's SDMA queue after `deps` ([`Driver::copy`]).
+    /// Copies `bytes` from `src` to `dst` on the agent's SDMA queue after `deps`
+    /// ([`Driver::copy`]).
     pub(super) fn sdma_copy(
         &self,
         agent: AgentId,

@@ -1,0 +1,66 @@
+//! The exported functions: every function of `hsakmt.h`, plus `hsaKmtQueueRingDoorbell` and the
+//! simulator accounting export of `hsakmt_rs.h`.
+//!
+//! Each checks what upstream checks, in the same order, and answers with the status upstream
+//! answers in the same case (see `capi/README.md` for the few deliberate differences, and for
+//! the calls that are not supported yet). Where upstream dereferences a NULL pointer, these
+//! return `HSAKMT_STATUS_INVALID_PARAMETER` instead.
+//!
+//! Functions are `unsafe extern "C"`: their pointer arguments must be NULL or valid for what
+//! `hsakmt.h` says they point to.
+
+mod debug;
+mod event;
+mod event_slots;
+mod memory;
+mod open;
+mod profile;
+mod queue;
+mod queue_slots;
+mod register;
+mod status;
+mod svm;
+mod system;
+mod topology;
+
+pub use debug::*;
+pub use event::*;
+pub use memory::*;
+pub use open::*;
+pub use profile::*;
+pub use queue::*;
+pub use register::*;
+pub use svm::*;
+pub use system::*;
+pub use topology::*;
+
+use crate::device::{Device, device};
+use crate::types::{HSAKMT_STATUS, HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED};
+
+/// The device if it was opened in this process, else upstream's "not opened" status (the
+/// facade checks open-ness and forks itself on every call).
+#[inline]
+fn opened() -> Result<&'static Device, HSAKMT_STATUS> {
+    device().ok_or(HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED)
+}
+
+/// Returns `$status` from the enclosing function when `$ptr` is NULL.
+macro_rules! require {
+    ($ptr:expr, $status:expr) => {
+        if $ptr.is_null() {
+            return $status;
+        }
+    };
+}
+use require;
+
+/// Unwraps a `Result<T, HSAKMT_STATUS>`, returning the status from the enclosing function.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(status) => return status,
+        }
+    };
+}
+use tri;
