@@ -1,6 +1,6 @@
 //! The rest of the facade and what the simulated kernel answers for it: tile config, the
-//! render device, performance counters, and the ioctls the library issues only raw (deprecated
-//! apertures, CRIU, secondary processes, the profiler).
+//! render device, performance counters, the profiler, and the ioctls the library issues only
+//! raw (deprecated apertures, CRIU, secondary processes).
 
 use firmware_tests::{first_gpu, opened};
 use hsakmt_core::device::Error;
@@ -90,7 +90,7 @@ fn counters_as_upstream_offers_them() {
 fn the_remaining_ioctls_answer_like_amdkfd() {
     let kfd = opened(SimPlatform::new());
     let sim = kfd.platform();
-    let (_, gpu_id) = first_gpu(&kfd);
+    let (node, _) = first_gpu(&kfd);
     // The deprecated apertures ioctl fills at most 7 GPUs inline.
     let mut a = kfd_ioctl_get_process_apertures_args::default();
     kfd.ioctl(&mut Ioctl::GetProcessApertures(&mut a)).unwrap();
@@ -99,27 +99,17 @@ fn the_remaining_ioctls_answer_like_amdkfd() {
     // CRIU needs CAP_CHECKPOINT_RESTORE.
     let mut c = kfd_ioctl_criu_args { op: KFD_CRIU_OP_PROCESS_INFO, ..Default::default() };
     assert_eq!(ioctl_errno(kfd.ioctl(&mut Ioctl::CriuOp(&mut c)).unwrap_err()), Errno::EACCES);
-    // The profiler: version; PMC needs CAP_PERFMON; PTL only on gfx 9.4.4.
-    let mut p = kfd_ioctl_profiler_args { op: KFD_IOC_PROFILER_VERSION, ..Default::default() };
-    kfd.ioctl(&mut Ioctl::Profiler(&mut p)).unwrap();
-    assert_eq!(p.op_args.version(), KFD_IOC_PROFILER_VERSION_NUM);
-    let pmc = |lock| kfd_ioctl_profiler_args {
-        op: KFD_IOC_PROFILER_PMC,
-        op_args: kfd_ioctl_pmc_settings { gpu_id, lock, perfcount_enable: 1 }.into(),
-    };
-    assert_eq!(
-        ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut pmc(1))).unwrap_err()),
-        Errno::EPERM
-    );
+    // The profiler: version; PMC needs CAP_PERFMON; the simulated GPUs have no peak-TOPS
+    // limiter.
+    assert_eq!(kfd.profiler_version().unwrap(), KFD_IOC_PROFILER_VERSION_NUM);
+    assert_eq!(ioctl_errno(kfd.profiler_lock(node, true).unwrap_err()), Errno::EPERM);
+    assert_eq!(ioctl_errno(kfd.profiler_ptl(node, false).unwrap_err()), Errno::EOPNOTSUPP);
+    assert!(matches!(kfd.profiler_ptl(0, true), Err(Error::InvalidNode { node: 0 })));
+    // The raw ioctl: an unknown gpu_id, an unknown operation.
     let mut ptl = kfd_ioctl_profiler_args {
         op: KFD_IOC_PROFILER_PTL_CONTROL,
-        op_args: kfd_ioctl_ptl_control { gpu_id, enable: 0 }.into(),
+        op_args: kfd_ioctl_ptl_control { gpu_id: 1, enable: 0 }.into(),
     };
-    assert_eq!(
-        ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut ptl)).unwrap_err()),
-        Errno::EOPNOTSUPP
-    );
-    ptl.op_args = kfd_ioctl_ptl_control { gpu_id: 1, enable: 0 }.into();
     assert_eq!(ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut ptl)).unwrap_err()), Errno::ENODEV);
     let mut bad = kfd_ioctl_profiler_args { op: 1, ..Default::default() };
     assert_eq!(ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut bad)).unwrap_err()), Errno::EINVAL);
@@ -149,25 +139,22 @@ fn the_remaining_ioctls_answer_like_amdkfd() {
 fn a_perfmon_capable_process_locks_gpus_for_profiling() {
     let sim = SimPlatform::builder().privileges(Privileges { perfmon: true }).build();
     let kfd = opened(sim);
-    let (_, gpu_id) = first_gpu(&kfd);
-    let pmc = |gpu_id, lock| kfd_ioctl_profiler_args {
-        op: KFD_IOC_PROFILER_PMC,
-        op_args: kfd_ioctl_pmc_settings { gpu_id, lock, perfcount_enable: 1 }.into(),
-    };
-    kfd.ioctl(&mut Ioctl::Profiler(&mut pmc(gpu_id, 1))).unwrap();
+    let (node, gpu_id) = first_gpu(&kfd);
+    kfd.profiler_lock(node, true).unwrap();
     assert_eq!(kfd.platform().profiler_lock(gpu_id), Some(true));
-    assert_eq!(
-        ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut pmc(gpu_id, 1))).unwrap_err()),
-        Errno::EALREADY
-    );
-    kfd.ioctl(&mut Ioctl::Profiler(&mut pmc(gpu_id, 0))).unwrap();
+    assert_eq!(ioctl_errno(kfd.profiler_lock(node, false).unwrap_err()), Errno::EALREADY);
+    kfd.profiler_unlock(node).unwrap();
     assert_eq!(kfd.platform().profiler_lock(gpu_id), None);
-    assert_eq!(
-        ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut pmc(gpu_id, 0))).unwrap_err()),
-        Errno::EINVAL
-    );
-    assert_eq!(
-        ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut pmc(7, 1))).unwrap_err()),
-        Errno::EINVAL
-    );
+    assert_eq!(ioctl_errno(kfd.profiler_unlock(node).unwrap_err()), Errno::EINVAL);
+    kfd.profiler_lock(node, false).unwrap();
+    assert_eq!(kfd.platform().profiler_lock(gpu_id), Some(false), "perfcount off");
+    // An unknown gpu_id through the raw ioctl.
+    let mut pmc = kfd_ioctl_profiler_args {
+        op: KFD_IOC_PROFILER_PMC,
+        op_args: kfd_ioctl_pmc_settings { gpu_id: 7, lock: 1, perfcount_enable: 1 }.into(),
+    };
+    assert_eq!(ioctl_errno(kfd.ioctl(&mut Ioctl::Profiler(&mut pmc)).unwrap_err()), Errno::EINVAL);
+    // A kernel before 1.23 has no profiler.
+    let old = opened(SimPlatform::builder().kfd_version(1, 22).build());
+    assert!(matches!(old.profiler_version(), Err(Error::NotSupported { needs_minor: 23, .. })));
 }

@@ -23,6 +23,7 @@ mod event_manager;
 mod handle_tables;
 pub mod memory_manager;
 mod pmc_manager;
+mod profiler;
 pub mod queue_manager;
 mod render_device;
 mod retired_calls;

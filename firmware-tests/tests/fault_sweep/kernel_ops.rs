@@ -1,7 +1,7 @@
 //! The sweep's operations over the newer ioctls: runtime enable/disable (`RUNTIME_ENABLE`),
 //! every debugger operation (`DBG_TRAP`) and libhsakmt's debugger calls on top, SMI streams
 //! (`SMI_EVENTS`), the tile configuration (`GET_TILE_CONFIG`), and re-reading the topology
-//! after it changed (the memory manager's ioctls again).
+//! after it changed (the memory manager's ioctls again), the profiler's version (`PROFILER`).
 //!
 //! Their errnos (amdkfd `kfd_chardev.c` `kfd_ioctl_runtime_enable` / `runtime_enable`,
 //! `kfd_ioctl_set_debug_trap`, `kfd_debug.c`, `kfd_smi_events.c` `kfd_smi_event_open`,
@@ -359,6 +359,7 @@ pub(super) fn operations() -> Vec<Op> {
             fx.kernel.smi.push(s);
             Ok(())
         }),
+        op!("profiler version", nothing, |k, _| k.profiler_version().map(drop).map_err(Into::into)),
         op!("tile config", nothing, |k, fx| {
             let (mut tile, mut macro_tile) = ([0u32; 32], [0u32; 16]);
             k.tile_config(fx.node, &mut tile, &mut macro_tile).map(drop).map_err(Into::into)
