@@ -30,12 +30,12 @@ pub(crate) struct InfoArgs {
 /// `capture` (see [`info_derived::refresh_as_seen`]).
 pub(crate) fn snapshot(source: &Source, capture: bool) -> Result<Box<Topology>, String> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
-    // compile-time constant costs one. Optimised builds build it in place, where a constant
-    // would only add its size to the binary.
+    // compile-time constant costs one. Release builds allocate first and build it there, where
+    // a constant would only add its size to the binary.
     #[cfg(debug_assertions)]
     let mut topo = Box::new(const { Topology::new() });
     #[cfg(not(debug_assertions))]
-    let mut topo = Box::new(Topology::new());
+    let mut topo = Box::write(Box::new_uninit(), Topology::new());
     let mut buf = vec![0u8; READ_BUFFER];
     info_derived::refresh_as_seen(&mut topo, source, capture, &mut buf)
         .map_err(|e| format!("cannot read the topology of {}: {e}", source.describe()))?;

@@ -1,6 +1,7 @@
 //! Scenario tests of `hsakmt-core` over `hsakmt-sim` (the tests live in `tests/`), and the
 //! helpers they share.
 
+pub mod isa_support;
 pub mod queue_support;
 
 use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;

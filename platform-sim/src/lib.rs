@@ -7,11 +7,13 @@
 //! User queues run on a simulated command processor: `CREATE_QUEUE` and the other queue ioctls
 //! are checked as amdkfd checks them, a doorbell write wakes the queue's processor, which
 //! executes AQL packets (kernel dispatches of host kernels registered with
-//! [`SimPlatform::register_kernel`], barrier-AND/OR, PM4 indirect buffers), PM4 packets and
-//! SDMA packets (copies, fills, fences, traps, memory polls) on the process's memory, completes
-//! signals and raises events; faults put the queue into error with the kernel's exception code
-//! ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread; [`CpMode::Step`] runs
-//! queues only in [`SimPlatform::run_until_idle`], deterministically.
+//! [`SimPlatform::register_kernel`] and of gfx9 machine code — a kernel object that is a kernel
+//! descriptor in GPU memory runs on the ISA interpreter, [`isa`] —, barrier-AND/OR, PM4
+//! indirect buffers), PM4 packets (including kfdtest's `SET_SH_REG` + `DISPATCH_DIRECT`
+//! shaders) and SDMA packets (copies, fills, fences, traps, memory polls) on the process's
+//! memory, completes signals and raises events; faults put the queue into error with the
+//! kernel's exception code ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread;
+//! [`CpMode::Step`] runs queues only in [`SimPlatform::run_until_idle`], deterministically.
 //!
 //! The same command processor also runs the host-CPU driver, [`HostDriver`]: a
 //! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
@@ -24,6 +26,7 @@ mod fault;
 mod gpu;
 mod hooks;
 mod host;
+pub mod isa;
 mod kfd;
 mod mapping;
 mod profile;
@@ -40,10 +43,11 @@ use hsakmt_core::topology::{READ_BUFFER, Topology};
 pub use fault::{IoctlFault, Trigger};
 pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault, KernelRegistry};
 pub use gpu::pm4::{
-    PM4_INDIRECT_BUFFER, PM4_NOP, PM4_RELEASE_MEM, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
+    PM4_ACQUIRE_MEM, PM4_DISPATCH_DIRECT, PM4_EVENT_WRITE, PM4_INDIRECT_BUFFER, PM4_NOP,
+    PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
-pub use gpu::{CpMode, QueueFault, QueueState};
+pub use gpu::{CpMode, IsaCount, QueueFault, QueueState};
 pub use hooks::{AddressWatch, DebugSnapshot};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
@@ -237,12 +241,12 @@ impl SimBuilder {
 #[inline(never)]
 fn empty_topology() -> Box<Topology> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
-    // compile-time constant costs one. Optimised builds build it in place, where a constant
-    // would only add its size to the binary.
+    // compile-time constant costs one. Release builds allocate first and build it there, where
+    // a constant would only add its size to the binary.
     #[cfg(debug_assertions)]
     let topo = Box::new(const { Topology::new() });
     #[cfg(not(debug_assertions))]
-    let topo = Box::new(Topology::new());
+    let topo = Box::write(Box::new_uninit(), Topology::new());
     topo
 }
 
@@ -366,6 +370,12 @@ impl SimPlatform {
     #[must_use]
     pub fn queue_ids(&self) -> Vec<u32> {
         self.kfd.gpu.queue_ids()
+    }
+
+    /// What the GPUs' ISA interpreter ran so far (every queue, every dispatch).
+    #[must_use]
+    pub fn isa_count(&self) -> IsaCount {
+        self.kfd.gpu.isa_counters()
     }
 
     /// Why queue `queue_id` stopped with an error, if it did.

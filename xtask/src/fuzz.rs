@@ -4,7 +4,7 @@
 //! Each target starts from its persistent corpus `core/fuzz/corpus/<target>` (gitignored) plus
 //! the committed seeds `core/fuzz/seeds/<target>`; crashes land in
 //! `core/fuzz/artifacts/<target>`. `--ci` is the CI-sized run: [`CI_SECONDS`] per target (all
-//! but the simulator's `cp_pm4`, which needs the fuzz crate's `sim` feature) from the seeds
+//! but the simulator's `cp_pm4` and `isa`, which need the fuzz crate's `sim` feature) from the seeds
 //! alone (a fresh corpus under `core/fuzz/target/ci-corpus`), libFuzzer's output
 //! shown only for a failing target. Targets are built without a sanitizer: `hsakmt-core` forbids `unsafe`, so
 //! AddressSanitizer would only halve the executions.
@@ -27,11 +27,12 @@ pub(crate) const TARGETS: &[&str] = &[
     "smi",
     "code_object",
     "cp_pm4",
+    "isa",
 ];
 
 /// Targets that need the fuzz crate's `sim` feature (the simulator in process): built only
 /// when selected, and left out of the CI-sized run (they double its build time).
-const SIM_TARGETS: &[&str] = &["cp_pm4"];
+const SIM_TARGETS: &[&str] = &["cp_pm4", "isa"];
 
 /// Seconds per target of the CI-sized run.
 pub(crate) const CI_SECONDS: u64 = 10;

@@ -48,7 +48,7 @@ impl Seed {
 }
 
 pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
-    let sets: [(&str, Seeds); 9] = [
+    let sets: [(&str, Seeds); 10] = [
         ("topology", topology()?),
         ("apertures", apertures()),
         ("event_data", event_data()),
@@ -58,6 +58,7 @@ pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
         ("smi", smi()),
         ("code_object", code_object()?),
         ("cp_pm4", cp_pm4()),
+        ("isa", isa()),
     ];
     for (target, seeds) in sets {
         let dir = root.join(target);
@@ -542,4 +543,45 @@ fn code_object() -> Result<Seeds, String> {
         seeds.push((format!("{name}-metadata"), desc.to_vec()));
     }
     Ok(seeds)
+}
+
+/// The `isa` target's input: target (0 gfx900, 1 gfx90a, 2 gfx942), `COMPUTE_PGM_RSRC1/2/3`,
+/// whether a trap handler is installed, then instruction words (programs of the interpreter's
+/// dispatch tests, assembled by `llvm-mc-19`).
+fn isa() -> Seeds {
+    // Work-item ids and work-group ids/info into memory (gfx90a).
+    const IDS: &[u32] = &[
+        0x261400FF, 0x000003FF, 0xD1C8000B, 0x02291500, 0xD1C8000C, 0x02292900, 0xD1C30004,
+        0x0429110B, 0xD1C30004, 0x0411410C, 0x240C1688, 0x240E1890, 0xD2020006, 0x042A0F06,
+        0x92088203, 0x80080208, 0x9209FF08, 0x00000180, 0x8E0A9808, 0x280C0C0A, 0x240A0882,
+        0x680A0A09, 0xDC708000, 0x00000605, 0xBF0D9F05, 0xBF840005, 0x7E0E0205, 0x7E100208,
+        0x24101082, 0xDC708800, 0x00000708, 0xBF810000,
+    ];
+    // LDS writes, s_barrier, LDS reads, global store.
+    const BARRIER: &[u32] = &[
+        0x260200FF, 0x000003FF, 0x20040286, 0x24060482, 0x68080481, 0xD81A0000, 0x00000403,
+        0xBF8CC07F, 0xBF8A0000, 0x7E0A0280, 0xD9FE0000, 0x06000005, 0xBF8CC07F, 0xD1FF000A,
+        0x04220F06, 0x6814130A, 0x24160282, 0xDC708000, 0x00000A0B, 0xBF810000,
+    ];
+    // GWS semaphore wait/post between work-groups.
+    const GWS: &[u32] = &[
+        0xBEFC0080, 0xBF068002, 0xBF840007, 0xD9390000, 0x00000000, 0xBE830081, 0xC04300C0,
+        0x00000000, 0xBF8CC07F, 0xBF810000, 0xBE830082, 0xC04300C0, 0x00000004, 0xBF8CC07F,
+        0xD9350000, 0x00000000, 0xBF810000,
+    ];
+    // v_mbcnt_lo_u32_b32 v1, -1, 0; scratch_store_dword off, v1, off; s_trap 2; s_endpgm.
+    const SCRATCH: &[u32] =
+        &[0xD28C_0001, 0x0001_00C1, 0xDC70_4000, 0x007F_0100, 0xBF92_0002, 0xBF81_0000];
+    let seed = |target: u8, rsrc: [u32; 3], handler: bool, words: &[u32]| {
+        let s =
+            Seed::default().u8(target).u32(rsrc[0]).u32(rsrc[1]).u32(rsrc[2]).u8(u8::from(handler));
+        words.iter().fold(s, |s, &w| s.u32(w)).0
+    };
+    let ids = 2 << 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 10 | 2 << 11;
+    vec![
+        ("ids-gfx90a".to_string(), seed(1, [3, ids, 0], false, IDS)),
+        ("barrier-gfx900".to_string(), seed(0, [3, 2 << 1, 0], false, BARRIER)),
+        ("gws-gfx90a".to_string(), seed(1, [3, 2 << 1 | 1 << 7, 0], false, GWS)),
+        ("scratch-trap-gfx942".to_string(), seed(2, [3, 1, 0], true, SCRATCH)),
+    ]
 }

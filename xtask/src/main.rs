@@ -27,7 +27,7 @@ commands:
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
                nightly; targets: topology apertures event_data dmabuf_info aql sdma code_object
-               cp_pm4);
+               cp_pm4 isa);
                --write-seeds regenerates core/fuzz/seeds
   size [--json] build the no-libc image and the static `hsakmt`, report their sizes and the
                topology snapshot's (goals: image <= 128 KiB, hsakmt <= 2 MiB)

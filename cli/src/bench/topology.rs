@@ -34,11 +34,11 @@ pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
 fn measure(scale: f64) -> Result<Vec<Row>, String> {
     let tmp = std::env::temp_dir().join(format!("hsakmt-bench-topology-{}", std::process::id()));
     let mut rows = Vec::new();
-    // As `info::snapshot`: a constant in debug builds, built in place in optimised ones.
+    // As `info::snapshot`: a constant in debug builds, allocated first in release builds.
     #[cfg(debug_assertions)]
     let mut topo: Box<Topology> = Box::new(const { Topology::new() });
     #[cfg(not(debug_assertions))]
-    let mut topo: Box<Topology> = Box::new(Topology::new());
+    let mut topo: Box<Topology> = Box::write(Box::new_uninit(), Topology::new());
     let mut buf = vec![0u8; READ_BUFFER];
     for name in profile_names() {
         let profile = Profile::embedded(name).map_err(|e| e.to_string())?;

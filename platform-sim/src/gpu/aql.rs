@@ -1,5 +1,7 @@
 //! The AQL packet processor: core's [`AqlConsumer`] over the queue's ring and read index,
-//! executing kernel dispatches (registered host kernels, once per work-group), barrier-AND /
+//! executing kernel dispatches (the kernel's machine code on the ISA interpreter; on the
+//! host-CPU driver, and for kernel objects the registry handed out, registered host kernels
+//! once per work-group), barrier-AND /
 //! barrier-OR packets (waiting on their dependency signals) and PM4 indirect buffers, then
 //! completing each packet's signal.
 //!
@@ -12,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::aql::{AqlError, AqlPacket, Barrier, KernelDispatch, PacketWords};
-use hsakmt_core::queue::ring::{AqlConsumer, AqlRingCells};
+use hsakmt_core::queue::ring::{AMD_QUEUE_READ_DISPATCH_ID_OFFSET, AqlConsumer, AqlRingCells};
 use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{
     EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, EC_QUEUE_PACKET_DISPATCH_DIM_INVALID,
@@ -22,9 +24,11 @@ use hsakmt_core::uapi::{
     EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION, EC_QUEUE_WAVE_MEMORY_VIOLATION, EC_QUEUE_WAVE_TRAP,
 };
 
+use super::isa_queue::{IsaStep, QueueIsa};
 use super::kernel::{KernelCtx, KernelFault};
 use super::vm::MemRange;
-use super::{Cp, Regs, SimQueue, Step};
+use super::{Cp, Exec, Regs, SimQueue, Step};
+use crate::isa::launch::AqlDispatch;
 
 /// Largest work-group (work-items), as on every AMD GPU.
 const MAX_WORKGROUP_ITEMS: u64 = 1024;
@@ -135,23 +139,70 @@ pub(crate) fn kernel_exception(f: KernelFault) -> (u32, Option<u64>) {
 enum Outcome {
     Done,
     Blocked,
+    /// A kernel is running on the interpreter: the packet stays, the processor comes back.
+    Running,
     Fault(u32, Option<u64>),
 }
 
-/// Runs `k` once per work-group.
-pub(crate) fn dispatch(
+/// Where the packet at `index` sits and which `amd_queue_t` holds the read index.
+pub(crate) struct Site {
+    pub(crate) packet_address: u64,
+    pub(crate) queue_address: u64,
+}
+
+/// Runs the dispatch `k`: a registered host kernel once per work-group, or the kernel's
+/// machine code on the interpreter (GPU queues).
+fn dispatch(
+    q: &SimQueue,
+    cp: &Cp,
+    k: &KernelDispatch,
+    index: u64,
+    exec: &mut Exec,
+    site: &Site,
+) -> Outcome {
+    let wg = k.workgroup_size.map(u32::from);
+    if wg.iter().map(|v| u64::from(*v)).product::<u64>() > MAX_WORKGROUP_ITEMS {
+        return Outcome::Fault(EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID, None);
+    }
+    if k.group_segment_size > MAX_GROUP_SEGMENT {
+        return Outcome::Fault(EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID, None);
+    }
+    if cp.kernels.get(k.kernel_object).is_none()
+        && cp.vendor_packets
+        && QueueIsa::target(q).is_some()
+    {
+        let d = AqlDispatch {
+            kernel_object: k.kernel_object,
+            kernarg_address: k.kernarg_address,
+            grid: k.grid_size,
+            workgroup: wg,
+            group_segment_size: k.group_segment_size,
+            private_segment_size: k.private_segment_size,
+            packet_address: site.packet_address,
+            dispatch_id: index,
+            queue_address: site.queue_address,
+        };
+        return match exec.isa.aql(q, cp, &d) {
+            IsaStep::Done => Outcome::Done,
+            IsaStep::Running => Outcome::Running,
+            IsaStep::Stalled => Outcome::Blocked,
+            IsaStep::Fault(ec, a) => Outcome::Fault(ec, a),
+        };
+    }
+    match host_dispatch(q, cp, k, index) {
+        Ok(()) => Outcome::Done,
+        Err((ec, a)) => Outcome::Fault(ec, a),
+    }
+}
+
+/// Runs the registered host kernel of `k` once per work-group.
+fn host_dispatch(
     q: &SimQueue,
     cp: &Cp,
     k: &KernelDispatch,
     index: u64,
 ) -> Result<(), (u32, Option<u64>)> {
     let wg = k.workgroup_size.map(u32::from);
-    if wg.iter().map(|v| u64::from(*v)).product::<u64>() > MAX_WORKGROUP_ITEMS {
-        return Err((EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID, None));
-    }
-    if k.group_segment_size > MAX_GROUP_SEGMENT {
-        return Err((EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID, None));
-    }
     let kernel =
         cp.kernels.get(k.kernel_object).ok_or((EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, None))?;
     let groups = [0, 1, 2].map(|d| k.grid_size[d].div_ceil(wg[d].max(1)));
@@ -199,12 +250,16 @@ fn barrier(q: &SimQueue, cp: &Cp, b: &Barrier, all: bool) -> Outcome {
     if all || !any_dep { Outcome::Done } else { Outcome::Blocked }
 }
 
-fn execute(q: &SimQueue, cp: &Cp, p: &AqlPacket, index: u64) -> Outcome {
+fn execute(
+    q: &SimQueue,
+    cp: &Cp,
+    p: &AqlPacket,
+    index: u64,
+    exec: &mut Exec,
+    site: &Site,
+) -> Outcome {
     match p {
-        AqlPacket::KernelDispatch(k) => match dispatch(q, cp, k, index) {
-            Ok(()) => Outcome::Done,
-            Err((ec, a)) => Outcome::Fault(ec, a),
-        },
+        AqlPacket::KernelDispatch(k) => dispatch(q, cp, k, index, exec, site),
         AqlPacket::BarrierAnd(b) => barrier(q, cp, b, true),
         AqlPacket::BarrierOr(b) => barrier(q, cp, b, false),
         AqlPacket::AgentDispatch(_) => Outcome::Fault(EC_QUEUE_PACKET_UNSUPPORTED, None),
@@ -212,9 +267,10 @@ fn execute(q: &SimQueue, cp: &Cp, p: &AqlPacket, index: u64) -> Outcome {
             Outcome::Fault(EC_QUEUE_PACKET_VENDOR_UNSUPPORTED, None)
         }
         AqlPacket::Pm4IndirectBuffer(ib) => {
-            match super::pm4::run_ib(q, cp, ib.ib_address, ib.ib_size_dwords) {
+            match super::pm4::run_ib(q, cp, ib.ib_address, ib.ib_size_dwords, exec) {
                 Ok(super::pm4::IbOutcome::Done) => Outcome::Done,
                 Ok(super::pm4::IbOutcome::Blocked) => Outcome::Blocked,
+                Ok(super::pm4::IbOutcome::Running) => Outcome::Running,
                 Err((ec, a)) => Outcome::Fault(ec, a),
             }
         }
@@ -222,7 +278,13 @@ fn execute(q: &SimQueue, cp: &Cp, p: &AqlPacket, index: u64) -> Outcome {
 }
 
 /// Runs an AQL queue for at most `budget` packets; returns the outcome and packets consumed.
-pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u64) {
+pub(crate) fn run(
+    q: &SimQueue,
+    cp: &Cp,
+    regs: &Regs,
+    exec: &mut Exec,
+    budget: usize,
+) -> (Step, u64) {
     let Some((ring, read, write)) = q.ring_memory(cp, regs) else {
         return (Step::Idle, 0);
     };
@@ -248,10 +310,17 @@ pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u
                 return (Step::Progress, n);
             }
         };
-        match execute(q, cp, &packet, index) {
+        let site = Site {
+            packet_address: regs.ring_address.wrapping_add((index % slots) * 64),
+            queue_address: q.read_pointer.saturating_sub(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64),
+        };
+        match execute(q, cp, &packet, index, exec, &site) {
             Outcome::Done => {}
             Outcome::Blocked => return (quiet(n, Step::Blocked), n),
+            Outcome::Running => return (Step::Running, n),
             Outcome::Fault(ec, address) => {
+                exec.isa.abandon();
+                exec.ib_pos = [None; 3];
                 q.raise_fault(cp, ec, index, address);
                 return (Step::Progress, n);
             }

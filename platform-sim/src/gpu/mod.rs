@@ -24,6 +24,7 @@
 //! `ETIME` and changes nothing, and the GPU is reset (its HW-exception events are raised).
 
 pub(crate) mod aql;
+pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
 pub(crate) mod pqm;
@@ -41,10 +42,12 @@ use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
 
+use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
 use crate::mapping::DoorbellSink;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
 
+pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,6 +99,9 @@ pub struct QueueFault {
     pub packet: u64,
     /// The faulting address of a memory violation.
     pub address: Option<u64>,
+    /// For a fault of a kernel the ISA interpreter ran: the wave's fault (instruction,
+    /// opcode and mnemonic of an illegal instruction, the access of a memory violation).
+    pub wave: Option<crate::isa::WaveFault>,
 }
 
 /// A queue as the simulated hardware holds it (for tests and tools).
@@ -257,6 +263,10 @@ impl Progress {
 #[derive(Debug)]
 pub(crate) struct Cp {
     pub(crate) vm: Arc<dyn GpuVm>,
+    /// Trap handlers `(tba, tma)` per GPU (`AMDKFD_IOC_SET_TRAP_HANDLER`).
+    traps: Mutex<BTreeMap<u32, (u64, u64)>>,
+    /// What the ISA interpreter ran on every GPU.
+    pub(crate) isa_counters: isa_queue::IsaCounters,
     pub(crate) events: Arc<dyn EventHooks>,
     pub(crate) kernels: KernelRegistry,
     pub(crate) progress: Progress,
@@ -266,6 +276,16 @@ pub(crate) struct Cp {
 }
 
 impl Cp {
+    /// The trap handler set on `gpu_id`.
+    pub(crate) fn trap_handler(&self, gpu_id: u32) -> Option<(u64, u64)> {
+        lock(&self.traps).get(&gpu_id).copied()
+    }
+
+    /// Sets `gpu_id`'s trap handler.
+    pub(crate) fn set_trap_handler(&self, gpu_id: u32, tba: u64, tma: u64) {
+        lock(&self.traps).insert(gpu_id, (tba, tma));
+    }
+
     /// Completes an AQL/PM4 completion signal: decrement, then the mailbox write and the event.
     /// Returns `Err(address)` when the signal is not mapped.
     pub(crate) fn complete_signal(&self, gpu_id: u32, handle: u64) -> Result<(), u64> {
@@ -323,6 +343,8 @@ pub(crate) enum Step {
     Idle,
     /// The next packet waits for something (a barrier's signals, a memory poll).
     Blocked,
+    /// A kernel is running on the ISA interpreter and made progress; step again.
+    Running,
 }
 
 /// Engine-private execution state.
@@ -330,6 +352,11 @@ pub(crate) enum Step {
 pub(crate) struct Exec {
     /// Failed polls of the current SDMA `POLL_REGMEM`.
     pub(crate) poll_retries: u32,
+    /// Where each level of PM4 indirect buffer stopped (address, dwords, dword reached), so
+    /// a buffer blocked on a poll or a dispatch in flight resumes there.
+    pub(crate) ib_pos: [Option<(u64, u32, u64)>; 3],
+    /// The ISA interpreter's state for this queue.
+    pub(crate) isa: isa_queue::QueueIsa,
 }
 
 /// A user queue as the simulated hardware sees it (its MQD).
@@ -367,6 +394,8 @@ pub(crate) struct SimQueue {
     pub(crate) pins: Mutex<Vec<Pin>>,
     exec: Mutex<Exec>,
     packets: AtomicU64,
+    /// The wave fault behind the next error this queue raises.
+    wave_fault: Mutex<Option<crate::isa::WaveFault>>,
 }
 
 impl SimQueue {
@@ -411,6 +440,7 @@ impl SimQueue {
             pins: Mutex::new(pins),
             exec: Mutex::new(Exec::default()),
             packets: AtomicU64::new(0),
+            wave_fault: Mutex::new(None),
         }
     }
 
@@ -571,8 +601,8 @@ impl SimQueue {
             return Step::Idle;
         }
         let (step, n) = match self.kind {
-            QueueKind::Aql => aql::run(self, cp, &regs, budget),
-            QueueKind::Pm4 => pm4::run(self, cp, &regs, budget),
+            QueueKind::Aql => aql::run(self, cp, &regs, &mut exec, budget),
+            QueueKind::Pm4 => pm4::run(self, cp, &regs, &mut exec, budget),
             QueueKind::Sdma { .. } => sdma::run(self, cp, &regs, &mut exec, budget),
         };
         self.packets.fetch_add(n, Ordering::Relaxed);
@@ -599,12 +629,24 @@ impl SimQueue {
         None
     }
 
+    /// Records the wave fault behind the error the queue is about to raise.
+    pub(crate) fn note_wave_fault(&self, f: crate::isa::WaveFault) {
+        *lock(&self.wave_fault) = Some(f);
+    }
+
     /// Puts the queue into error: records the fault, writes the exception mask to the error
     /// payload named in its context-save-area header and raises its error event, and for
     /// memory violations the process's memory-fault events.
     pub(crate) fn raise_fault(&self, cp: &Cp, exception: u32, packet: u64, address: Option<u64>) {
-        let fault =
-            QueueFault { queue_id: self.qid, gpu_id: self.gpu_id, exception, packet, address };
+        let wave = lock(&self.wave_fault).take();
+        let fault = QueueFault {
+            queue_id: self.qid,
+            gpu_id: self.gpu_id,
+            exception,
+            packet,
+            address,
+            wave,
+        };
         *lock(&self.fault) = Some(fault);
         if cp.events.debug_exception(&fault) {
             cp.events.queue_error(&fault);
@@ -613,7 +655,8 @@ impl SimQueue {
         }
         self.send_to_runtime(cp, KFD_EC_MASK(exception));
         if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
-            cp.events.memory_fault(self.gpu_id, a, false);
+            let write = wave.and_then(|w| w.memory_fault()).is_some_and(|m| m.write);
+            cp.events.memory_fault(self.gpu_id, a, write);
         }
         cp.events.queue_error(&fault);
         cp.progress.bump();
@@ -686,7 +729,7 @@ fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
         }
         q.pending.store(false, Ordering::SeqCst);
         match q.step(&cp, 256) {
-            Step::Progress => {
+            Step::Progress | Step::Running => {
                 idle_since = None;
                 blocked_wait = Duration::from_micros(20);
             }
@@ -754,6 +797,8 @@ impl GpuModel {
         GpuModel {
             cp: Arc::new(Cp {
                 vm,
+                traps: Mutex::new(BTreeMap::new()),
+                isa_counters: isa_queue::IsaCounters::default(),
                 events,
                 kernels: config.kernels,
                 progress: Progress::default(),
@@ -886,16 +931,31 @@ impl GpuModel {
         }
     }
 
-    /// Runs every queue until none makes progress; returns the packets consumed.
+    /// Wave instructions, lane instructions and waves the ISA interpreter ran so far.
+    pub(crate) fn isa_counters(&self) -> IsaCount {
+        self.cp.isa_counters.get()
+    }
+
+    /// Runs every queue until none makes progress; returns the packets consumed. A kernel
+    /// on the interpreter runs until it ends or blocks, or until the dispatches of this call
+    /// ran [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
         let mut total = 0;
+        let start = self.cp.isa_counters.get().instructions;
+        let within = || self.cp.isa_counters.get().instructions - start < IDLE_RUN_INSTRUCTIONS;
         loop {
             let queues: Vec<Arc<SimQueue>> =
                 lock(&self.queues).values().map(|l| l.q.clone()).collect();
             let mut moved = false;
             for q in queues {
                 let before = q.packets();
-                while q.step(&self.cp, 4096) == Step::Progress {}
+                loop {
+                    match q.step(&self.cp, 4096) {
+                        Step::Progress => {}
+                        Step::Running if within() => {}
+                        _ => break,
+                    }
+                }
                 let n = q.packets() - before;
                 total += n;
                 moved |= n > 0;

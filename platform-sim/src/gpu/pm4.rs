@@ -1,15 +1,21 @@
 //! A PM4 packet processor for compute (PM4) queues and for the PM4 indirect buffers AQL
-//! vendor packets carry: the handful of type-3 packets user-mode code issues to move data and
-//! raise events — `NOP`, `WRITE_DATA` (to memory), `RELEASE_MEM` (data write and/or
-//! interrupt), `WAIT_REG_MEM` (memory poll) and `INDIRECT_BUFFER` — plus type-2 filler.
+//! vendor packets carry: the type-3 packets user-mode code issues to move data, raise events
+//! and run shaders — `NOP`, `WRITE_DATA` (to memory), `RELEASE_MEM` (data write and/or
+//! interrupt), `WAIT_REG_MEM` (memory poll), `INDIRECT_BUFFER`, `SET_SH_REG` (compute shader
+//! registers), `DISPATCH_DIRECT` (a kernel on the ISA interpreter, see
+//! [`super::isa_queue`]), `ACQUIRE_MEM` and `EVENT_WRITE` (cache and pipeline
+//! synchronisation: no-ops, the model has no caches and a dispatch completes before the next
+//! packet runs) — plus type-2 filler.
 //!
 //! Formats from Linux `drivers/gpu/drm/amd/amdgpu/soc15d.h` (`PACKET3`, `PACKET3_NOP` 0x10,
 //! `PACKET3_WRITE_DATA` 0x37 with `WRITE_DATA_DST_SEL` bits 8..12 and `WR_ONE_ADDR` bit 16,
 //! `PACKET3_RELEASE_MEM` 0x49 with `DATA_SEL` bits 29..32, `INT_SEL` bits 24..27 in dword 2,
 //! `PACKET3_WAIT_REG_MEM` 0x3C with `FUNCTION` bits 0..3 and `MEM_SPACE` bit 4,
-//! `PACKET3_INDIRECT_BUFFER` 0x3F). A PM4 queue's read and write pointers count dwords; its
-//! packets may wrap around the ring's end. Any other opcode stops the queue with
-//! `EC_QUEUE_PACKET_UNSUPPORTED`.
+//! `PACKET3_INDIRECT_BUFFER` 0x3F, `PACKET3_SET_SH_REG` 0x76 with offsets from 0x2C00,
+//! `PACKET3_DISPATCH_DIRECT` 0x15, `PACKET3_ACQUIRE_MEM` 0x58, `PACKET3_EVENT_WRITE` 0x46). A
+//! PM4 queue's read and write pointers count dwords; its packets may wrap around the ring's
+//! end. An indirect buffer that stops on an unmet poll or a running dispatch resumes at that
+//! packet. Any other opcode stops the queue with `EC_QUEUE_PACKET_UNSUPPORTED`.
 
 use std::sync::atomic::Ordering;
 
@@ -18,7 +24,8 @@ use hsakmt_core::uapi::{
     EC_QUEUE_PACKET_RESERVED, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_WAVE_MEMORY_VIOLATION,
 };
 
-use super::{Cp, Regs, SimQueue, Step};
+use super::isa_queue::IsaStep;
+use super::{Cp, Exec, Regs, SimQueue, Step};
 
 /// `PACKET3_NOP`.
 pub const PM4_NOP: u32 = 0x10;
@@ -30,22 +37,33 @@ pub const PM4_INDIRECT_BUFFER: u32 = 0x3F;
 pub const PM4_WRITE_DATA: u32 = 0x37;
 /// `PACKET3_RELEASE_MEM`.
 pub const PM4_RELEASE_MEM: u32 = 0x49;
+/// `PACKET3_SET_SH_REG`.
+pub const PM4_SET_SH_REG: u32 = 0x76;
+/// `PACKET3_DISPATCH_DIRECT`.
+pub const PM4_DISPATCH_DIRECT: u32 = 0x15;
+/// `PACKET3_ACQUIRE_MEM`.
+pub const PM4_ACQUIRE_MEM: u32 = 0x58;
+/// `PACKET3_EVENT_WRITE`.
+pub const PM4_EVENT_WRITE: u32 = 0x46;
 
 /// Dwords an indirect buffer may nest (an IB inside an IB); deeper chains are refused.
 const MAX_IB_DEPTH: u32 = 2;
 
 type Fault = (u32, Option<u64>);
 
-enum Exec {
+enum Run {
     /// Consumed this many dwords.
     Done(u64),
     Blocked,
+    /// A dispatch is in flight: come back to this packet.
+    Running,
 }
 
 /// Outcome of an indirect buffer.
 pub(crate) enum IbOutcome {
     Done,
     Blocked,
+    Running,
 }
 
 fn mem_u32(q: &SimQueue, cp: &Cp, addr: u64) -> Result<super::vm::MemRange, Fault> {
@@ -56,18 +74,20 @@ fn mem_u32(q: &SimQueue, cp: &Cp, addr: u64) -> Result<super::vm::MemRange, Faul
     Ok(r)
 }
 
-/// Executes the packet whose dwords `dw(i)` yields (`dw(0)` its header), `avail` dwords long
-/// at most.
+/// Executes the packet whose dwords `dw(i)` yields (`dw(0)` its header, at address `at`),
+/// `avail` dwords long at most.
 fn packet(
     q: &SimQueue,
     cp: &Cp,
     dw: &dyn Fn(u64) -> Option<u32>,
     avail: u64,
     depth: u32,
-) -> Result<Exec, Fault> {
+    exec: &mut Exec,
+    at: u64,
+) -> Result<Run, Fault> {
     let h = dw(0).ok_or((EC_QUEUE_PACKET_RESERVED, None))?;
     match h >> 30 {
-        2 => return Ok(Exec::Done(1)),
+        2 => return Ok(Run::Done(1)),
         3 => {}
         _ => return Err((EC_QUEUE_PACKET_RESERVED, None)),
     }
@@ -163,7 +183,7 @@ fn packet(
                 _ => return Err((EC_QUEUE_PACKET_RESERVED, None)),
             };
             if !met {
-                return Ok(Exec::Blocked);
+                return Ok(Run::Blocked);
             }
         }
         PM4_INDIRECT_BUFFER => {
@@ -172,41 +192,100 @@ fn packet(
             }
             let ib = u64::from(get(1)? & !3) | (u64::from(get(2)? & 0xFFFF) << 32);
             let size = get(3)? & 0xF_FFFF;
-            if let IbOutcome::Blocked = run_ib_at(q, cp, ib, size, depth + 1)? {
-                return Ok(Exec::Blocked);
+            match run_ib_at(q, cp, ib, size, depth + 1, exec)? {
+                IbOutcome::Done => {}
+                IbOutcome::Blocked => return Ok(Run::Blocked),
+                IbOutcome::Running => return Ok(Run::Running),
             }
         }
+        PM4_SET_SH_REG => {
+            if len < 3 {
+                return Err((EC_QUEUE_PACKET_RESERVED, None));
+            }
+            let offset = get(1)? & 0xFFFF;
+            let values = (2..len).map(|i| dw(i).unwrap_or(0));
+            exec.isa.sh.set(offset, values);
+        }
+        PM4_DISPATCH_DIRECT => {
+            if len < 5 {
+                return Err((EC_QUEUE_PACKET_RESERVED, None));
+            }
+            let dims = [get(1)?, get(2)?, get(3)?];
+            let initiator = get(4)?;
+            match exec.isa.dispatch_direct(q, cp, at, dims, initiator) {
+                IsaStep::Done => {}
+                IsaStep::Running => return Ok(Run::Running),
+                IsaStep::Stalled => return Ok(Run::Blocked),
+                IsaStep::Fault(ec, a) => return Err((ec, a)),
+            }
+        }
+        PM4_ACQUIRE_MEM | PM4_EVENT_WRITE => {}
         _ => return Err((EC_QUEUE_PACKET_UNSUPPORTED, None)),
     }
-    Ok(Exec::Done(len))
+    Ok(Run::Done(len))
 }
 
-fn run_ib_at(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32, depth: u32) -> Result<IbOutcome, Fault> {
+fn run_ib_at(
+    q: &SimQueue,
+    cp: &Cp,
+    ib: u64,
+    dwords: u32,
+    depth: u32,
+    exec: &mut Exec,
+) -> Result<IbOutcome, Fault> {
     let r = cp
         .vm
         .resolve(q.gpu_id, ib, u64::from(dwords) * 4)
         .ok_or((EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(ib)))?;
     let words = r.u32s();
-    let mut at = 0u64;
+    let level = depth as usize;
+    // Resume where this buffer stopped, if it is the one that stopped.
+    let mut at = match exec.ib_pos.get(level).copied().flatten() {
+        Some((a, n, off)) if a == ib && n == dwords => off,
+        _ => 0,
+    };
     let total = u64::from(dwords);
     while at < total {
         let dw = |i: u64| words.get((at + i) as usize).map(|w| w.load(Ordering::Relaxed));
-        match packet(q, cp, &dw, total - at, depth)? {
-            Exec::Done(n) => at += n,
-            Exec::Blocked => return Ok(IbOutcome::Blocked),
+        let stopped = match packet(q, cp, &dw, total - at, depth, exec, ib + 4 * at)? {
+            Run::Done(n) => {
+                at += n;
+                continue;
+            }
+            Run::Blocked => IbOutcome::Blocked,
+            Run::Running => IbOutcome::Running,
+        };
+        if let Some(p) = exec.ib_pos.get_mut(level) {
+            *p = Some((ib, dwords, at));
         }
+        return Ok(stopped);
+    }
+    if let Some(p) = exec.ib_pos.get_mut(level) {
+        *p = None;
     }
     Ok(IbOutcome::Done)
 }
 
 /// Runs an indirect buffer of `dwords` at `ib` (an AQL PM4-IB vendor packet). A blocked
-/// `WAIT_REG_MEM` makes the whole buffer run again later (its earlier writes repeat).
-pub(crate) fn run_ib(q: &SimQueue, cp: &Cp, ib: u64, dwords: u32) -> Result<IbOutcome, Fault> {
-    run_ib_at(q, cp, ib, dwords, 1)
+/// `WAIT_REG_MEM` or a dispatch still running makes the buffer resume at that packet.
+pub(crate) fn run_ib(
+    q: &SimQueue,
+    cp: &Cp,
+    ib: u64,
+    dwords: u32,
+    exec: &mut Exec,
+) -> Result<IbOutcome, Fault> {
+    run_ib_at(q, cp, ib, dwords, 1, exec)
 }
 
 /// Runs a PM4 queue for at most `budget` packets (pointers in dwords).
-pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u64) {
+pub(crate) fn run(
+    q: &SimQueue,
+    cp: &Cp,
+    regs: &Regs,
+    exec: &mut Exec,
+    budget: usize,
+) -> (Step, u64) {
     let Some((ring, rptr, wptr)) = q.ring_memory(cp, regs) else {
         return (Step::Idle, 0);
     };
@@ -226,13 +305,17 @@ pub(crate) fn run(q: &SimQueue, cp: &Cp, regs: &Regs, budget: usize) -> (Step, u
         let dw = |i: u64| {
             words.get((r.wrapping_add(i) % size) as usize).map(|d| d.load(Ordering::Relaxed))
         };
-        match packet(q, cp, &dw, w.wrapping_sub(r), 0) {
-            Ok(Exec::Done(len)) => {
+        let at = regs.ring_address.wrapping_add((r % size) * 4);
+        match packet(q, cp, &dw, w.wrapping_sub(r), 0, exec, at) {
+            Ok(Run::Done(len)) => {
                 rptr.store(r.wrapping_add(len), Ordering::Release);
                 n += 1;
             }
-            Ok(Exec::Blocked) => return (quiet(n, Step::Blocked), n),
+            Ok(Run::Blocked) => return (quiet(n, Step::Blocked), n),
+            Ok(Run::Running) => return (Step::Running, n),
             Err((ec, a)) => {
+                exec.isa.abandon();
+                exec.ib_pos = [None; 3];
                 q.raise_fault(cp, ec, r, a);
                 return (Step::Progress, n);
             }

@@ -584,6 +584,7 @@ impl GpuModel {
             return Err(Errno::ESRCH);
         }
         lock(&self.pqm).trap.insert(a.gpu_id, (a.tba_addr, a.tma_addr));
+        self.cp.set_trap_handler(a.gpu_id, a.tba_addr, a.tma_addr);
         Ok(())
     }
 

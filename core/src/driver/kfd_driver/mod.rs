@@ -127,8 +127,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> {
     }
 
     // Debug builds build a large value in several stack temporaries (over 1 MiB for these
-    // tables); copying a compile-time constant costs one. Optimised builds build them in place,
-    // where a constant would only add its size to the binary.
+    // tables); copying a compile-time constant costs one. Release builds do not, and a constant
+    // would only add its size to the binary.
 
     #[inline(never)]
     fn empty_state() -> spin::RwLock<State<P::Mapping>> {
