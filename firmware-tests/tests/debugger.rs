@@ -21,7 +21,7 @@ use hsakmt_core::uapi::{
     EC_QUEUE_WAVE_ABORT, EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
     kfd_dbg_device_info_entry, kfd_hsa_memory_exception_data, kfd_queue_snapshot_entry,
 };
-use hsakmt_sim::{CpMode, Profile, SimPlatform};
+use hsakmt_sim::{CpMode, Profile, SimPlatform, WatchAccess};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -246,14 +246,21 @@ fn a_debugger_session_from_attach_to_detach() {
     );
 
     // Address watches: four per GPU.
-    let watch = |a| AddressWatch { address: a, mask: 0xFFF, mode: WatchMode::All };
+    // One 64-byte line each (the mask selects the compared address bits).
+    let watch = |a| AddressWatch { address: a, mask: 0xFFFF_FFC0, mode: WatchMode::All };
     let ids: Vec<u32> =
         (0..4).map(|i| d.set_address_watch(node, watch(0x10_0000 * (i + 1))).unwrap()).collect();
     assert_eq!(ids, [0, 1, 2, 3]);
     assert_eq!(errno(&d.set_address_watch(node, watch(0x50_0000)).unwrap_err()), Errno::ENOMEM);
     assert_eq!(sim.address_watches().len(), 4);
-    // The interpreter's hook raises a wave trap on the queue.
-    assert_eq!(sim.watch_access(gpu_id, q.queue_id, 0x20_0010, 4), Some(1));
+    // A wave access (what the ISA interpreter reports) traps only once the trap mask enables
+    // address watches; then it raises a wave trap on the queue.
+    let access = (0x20_0010, 4, WatchAccess::Write);
+    assert_eq!(sim.watch_access(gpu_id, q.queue_id, access), None, "not armed");
+    let aw = TrapMask::ADDRESS_WATCH;
+    d.set_wave_launch_override(TrapOverride::Or, aw, aw).unwrap();
+    assert_eq!(sim.watch_access(gpu_id, q.queue_id, (0x20_0040, 4, WatchAccess::Read)), None);
+    assert_eq!(sim.watch_access(gpu_id, q.queue_id, access), Some(1));
     assert!(notified(&kfd, r));
     assert!(
         d.query_debug_event(ExceptionMask::ALL)
@@ -262,6 +269,7 @@ fn a_debugger_session_from_attach_to_detach() {
             .exceptions
             .contains(Ec::QueueWaveTrap)
     );
+    d.set_wave_launch_override(TrapOverride::Replace, TrapMask(0), aw).unwrap();
     d.clear_address_watch(node, 1).unwrap();
     assert_eq!(errno(&d.clear_address_watch(node, 1).unwrap_err()), Errno::EINVAL);
     assert_eq!(errno(&d.clear_address_watch(node, 9).unwrap_err()), Errno::EINVAL);

@@ -1,9 +1,10 @@
 //! What tests and tools can do to, and see of, the simulated kernel's debugger, SMI and
-//! profiler state, and the hook an instruction-level interpreter calls on each memory access.
+//! profiler state, and a stand-in for a wave memory access (address watches).
 
 use hsakmt_core::uapi::kfd_runtime_info;
 
 use crate::SimPlatform;
+use crate::gpu::watch::WatchAccess;
 
 /// One address watch point a debugger set (`DBG_TRAP_SET_NODE_ADDRESS_WATCH`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,12 +69,18 @@ impl SimPlatform {
             .collect()
     }
 
-    /// The hook for an instruction-level interpreter: a wave of queue `queue_id` on GPU
-    /// `gpu_id` accesses `len` bytes at `address`. When an address watch covers the access,
-    /// the queue raises `EC_QUEUE_WAVE_TRAP` to the debugger and the watch id is returned.
-    /// (The simulator's command processor runs host kernels, which do not call it.)
-    pub fn watch_access(&self, gpu_id: u32, queue_id: u32, address: u64, len: u64) -> Option<u32> {
-        self.kfd.debug.watch_access(&self.kfd.files, gpu_id, queue_id, address, len)
+    /// Queue `queue_id` on GPU `gpu_id` makes the access `access` (`(address, len, kind)`), as
+    /// a wave of the ISA interpreter would: when an armed address watch covers it (a debug
+    /// session whose trap mask enables address watches), the queue raises
+    /// `EC_QUEUE_WAVE_TRAP` to the debugger and the watch id is returned. (Host kernels make
+    /// no wave accesses; this stands in for one.)
+    pub fn watch_access(
+        &self,
+        gpu_id: u32,
+        queue_id: u32,
+        access: (u64, u64, WatchAccess),
+    ) -> Option<u32> {
+        self.kfd.debug.watch_access(&self.kfd.files, gpu_id, queue_id, access)
     }
 
     /// The kernel evicts the process's queues (memory moved under them, `trigger` a

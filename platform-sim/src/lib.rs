@@ -47,6 +47,7 @@ pub use gpu::pm4::{
     PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
+pub use gpu::watch::WatchAccess;
 pub use gpu::{CpMode, IsaCount, QueueFault, QueueState};
 pub use hooks::{AddressWatch, DebugSnapshot};
 pub use host::{

@@ -30,6 +30,7 @@ pub(crate) mod pm4;
 pub(crate) mod pqm;
 pub(crate) mod sdma;
 pub(crate) mod vm;
+pub(crate) mod watch;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -161,6 +162,17 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     fn debug_exception(&self, fault: &QueueFault) -> bool {
         let _ = fault;
         false
+    }
+    /// The address watches armed on `gpu_id`, which the interpreter checks every memory access
+    /// against (see [`watch`]). The default: none.
+    fn address_watches(&self, gpu_id: u32) -> Vec<watch::WatchPoint> {
+        let _ = gpu_id;
+        Vec::new()
+    }
+    /// A wave of queue `queue_id` on `gpu_id` touched memory watch `id` covers. The default
+    /// does nothing.
+    fn address_watch_hit(&self, gpu_id: u32, queue_id: u32, id: u32) {
+        let _ = (gpu_id, queue_id, id);
     }
     /// The kernel could not preempt a hung queue on `gpu_id` and resets the GPU
     /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.

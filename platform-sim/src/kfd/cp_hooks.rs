@@ -14,6 +14,7 @@ use super::event::SimEvents;
 use super::files::Files;
 use super::smi::{Smi, task_name};
 use crate::gpu::vm::GpuVm;
+use crate::gpu::watch::WatchPoint;
 use crate::gpu::{EventHooks, QueueFault, RecordedEvents};
 
 /// The reset cause amdgpu reports for a reset the KFD scheduler asked for
@@ -101,6 +102,14 @@ impl EventHooks for CpEvents {
             fault.exception,
             fault.address,
         )
+    }
+
+    fn address_watches(&self, gpu_id: u32) -> Vec<WatchPoint> {
+        self.debug.armed_watches(gpu_id)
+    }
+
+    fn address_watch_hit(&self, _gpu_id: u32, queue_id: u32, _id: u32) {
+        self.debug.watch_hit(&self.files, queue_id);
     }
 
     fn gpu_hang(&self, gpu_id: u32) {

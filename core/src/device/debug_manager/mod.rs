@@ -65,7 +65,9 @@ impl DebugPipe {
 pub struct AddressWatch {
     /// The watched address.
     pub address: u64,
-    /// The address mask (bits set are ignored in the compare).
+    /// The address bits compared: the kernel programs the mask's bits 6 to 29 into the
+    /// hardware's 24-bit compare mask (64-byte granularity), and address bits from 30 up are
+    /// always compared — `0xFFFF_FFC0` watches one 64-byte line, `0xFFFF_F000` one 4 KiB page.
     pub mask: u32,
     /// What triggers it.
     pub mode: WatchMode,

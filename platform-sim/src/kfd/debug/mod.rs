@@ -13,9 +13,11 @@
 //! ptrace check of a foreign target does not arise.
 //!
 //! Address watches are recorded per device (4 per GPU, shared by the processes on it, as the
-//! hardware has) but do not fire: the simulated command processor runs host kernels, not the
-//! GPU's instructions. [`state::DebugState::watch_hit`] is the hook an instruction-level
-//! interpreter calls on each memory access to raise `EC_QUEUE_WAVE_TRAP` when a watch matches.
+//! hardware has). Once the trap mask enables address watches, the ISA interpreter compares
+//! every memory access of a wave against them ([`crate::gpu::watch`]) and a hit raises
+//! `EC_QUEUE_WAVE_TRAP` on the queue; the wave goes on (the simulator has no trap handler to
+//! halt it in). Host kernels make no wave accesses: `SimPlatform::watch_access` stands in for
+//! one.
 
 pub(crate) mod runtime;
 pub(crate) mod state;

@@ -7,10 +7,11 @@ use std::time::Duration;
 use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault};
 use hsakmt_core::uapi::{
     DEBUG_RUNTIME_STATE_DISABLED, EC_DEVICE_MEMORY_VIOLATION, EC_QUEUE_WAVE_MEMORY_VIOLATION,
-    EC_QUEUE_WAVE_TRAP, KFD_EC_MASK, KFD_EC_MASK_DEVICE, KFD_EC_MASK_PROCESS, UapiType,
-    kfd_hsa_memory_exception_data, kfd_runtime_info,
+    EC_QUEUE_WAVE_TRAP, KFD_DBG_TRAP_MASK_DBG_ADDRESS_WATCH, KFD_EC_MASK, KFD_EC_MASK_DEVICE,
+    KFD_EC_MASK_PROCESS, UapiType, kfd_hsa_memory_exception_data, kfd_runtime_info,
 };
 
+use crate::gpu::watch::{WatchAccess, WatchPoint, first_hit};
 use crate::kfd::files::{File, Files};
 use crate::kfd::lock;
 
@@ -89,16 +90,18 @@ impl DebugState {
             | self.queue_status.values().fold(0, |m, s| m | s)
     }
 
-    /// The watch that an access of `len` bytes at `address` by GPU `gpu_id` hits, if any: the
-    /// address bits the watch's mask keeps must equal the watch address's (`TCP_WATCH*_ADDR`
-    /// compare). The hook for an instruction-level interpreter.
-    pub(crate) fn watch_hit(&self, gpu_id: u32, address: u64, len: u64) -> Option<u32> {
-        let last = address.saturating_add(len.max(1) - 1);
-        self.watches.iter().find_map(|(&(g, id), w)| {
-            let keep = !u64::from(w.mask);
-            let hit = [address, last].iter().any(|a| a & keep == w.address & keep);
-            (g == gpu_id && hit).then_some(id)
-        })
+    /// The watch points of GPU `gpu_id` that trap a wave: a session is on and the trap mask
+    /// enables address watches (`SET_WAVE_LAUNCH_OVERRIDE`); none otherwise.
+    pub(crate) fn armed_watches(&self, gpu_id: u32) -> Vec<WatchPoint> {
+        let armed = self.enabled && self.trap_override.1 & KFD_DBG_TRAP_MASK_DBG_ADDRESS_WATCH != 0;
+        if !armed {
+            return Vec::new();
+        }
+        self.watches
+            .iter()
+            .filter(|((g, _), _)| *g == gpu_id)
+            .map(|(&(_, id), w)| WatchPoint { id, address: w.address, mask: w.mask, mode: w.mode })
+            .collect()
     }
 }
 
@@ -204,19 +207,31 @@ impl Debugger {
         taken
     }
 
-    /// A wave touched memory an address watch covers (the interpreter's hook): the queue raises
-    /// `EC_QUEUE_WAVE_TRAP`. Returns the watch id hit.
+    /// [`DebugState::armed_watches`] under the lock.
+    pub(crate) fn armed_watches(&self, gpu_id: u32) -> Vec<WatchPoint> {
+        self.lock().armed_watches(gpu_id)
+    }
+
+    /// A wave of queue `queue_id` touched memory an armed watch covers: the wave traps into
+    /// the debugger's trap handler, which reports `EC_QUEUE_WAVE_TRAP` on the queue.
+    pub(crate) fn watch_hit(&self, files: &Files, queue_id: u32) {
+        let mut s = self.lock();
+        raise_locked(&mut s, files, KFD_EC_MASK(EC_QUEUE_WAVE_TRAP), Source::Queue(queue_id));
+    }
+
+    /// An access of `len` bytes at `address` by queue `queue_id` on GPU `gpu_id`, checked
+    /// against the armed watches as the interpreter checks its own ([`Debugger::watch_hit`]
+    /// on a hit). Returns the watch id hit.
     pub(crate) fn watch_access(
         &self,
         files: &Files,
         gpu_id: u32,
         queue_id: u32,
-        address: u64,
-        len: u64,
+        access: (u64, u64, WatchAccess),
     ) -> Option<u32> {
-        let mut s = self.lock();
-        let id = s.watch_hit(gpu_id, address, len)?;
-        raise_locked(&mut s, files, KFD_EC_MASK(EC_QUEUE_WAVE_TRAP), Source::Queue(queue_id));
+        let (address, len, kind) = access;
+        let id = first_hit(&self.armed_watches(gpu_id), address, len, kind)?;
+        self.watch_hit(files, queue_id);
         Some(id)
     }
 }
@@ -290,13 +305,15 @@ mod tests {
     }
 
     #[test]
-    fn watch_hits_compare_the_unmasked_address_bits() {
+    fn watches_are_armed_by_a_session_with_address_watch_traps() {
         let mut s = DebugState::new();
-        s.watches.insert((5, 1), Watch { address: 0x1000, mask: 0xFFF, mode: 3 });
-        assert_eq!(s.watch_hit(5, 0x1040, 4), Some(1));
-        // The last byte of the access is inside.
-        assert_eq!(s.watch_hit(5, 0x0FFC, 8), Some(1));
-        assert_eq!(s.watch_hit(5, 0x2000, 4), None);
-        assert_eq!(s.watch_hit(6, 0x1040, 4), None);
+        s.watches.insert((5, 1), Watch { address: 0x1000, mask: 0xFFFF_FFC0, mode: 3 });
+        s.watches.insert((6, 0), Watch { address: 0x2000, mask: 0xFFFF_FFC0, mode: 3 });
+        assert!(s.armed_watches(5).is_empty(), "no session");
+        s.enabled = true;
+        assert!(s.armed_watches(5).is_empty(), "address watch traps disabled");
+        s.trap_override = (0, KFD_DBG_TRAP_MASK_DBG_ADDRESS_WATCH);
+        let armed = s.armed_watches(5);
+        assert_eq!(armed, [WatchPoint { id: 1, address: 0x1000, mask: 0xFFFF_FFC0, mode: 3 }]);
     }
 }
