@@ -6,13 +6,15 @@ use std::path::Path;
 use clap::Args;
 use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::{Error as DeviceError, Kfd};
-use hsakmt_core::error::Error as _;
-use hsakmt_core::platform::{OpenError, Platform};
-use hsakmt_core::topology::NodeKind;
+use hsakmt_core::error::Errno;
+use hsakmt_core::platform::{AccessAdvice, OpenError, Platform};
+use hsakmt_core::topology::{self, NodeKind};
 use hsakmt_core::uapi::{KFD_IOCTL_MINOR_VERSION, since};
 use hsakmt_linux::{BoxedMemory, KFD_TOPOLOGY_ROOT, LinuxPlatform, boxed_kfd};
 use hsakmt_sim::{Profile, SimPlatform};
 use serde::Serialize;
+
+use crate::output::Failure;
 
 /// Arguments of `hsakmt doctor`.
 #[derive(Debug, Args)]
@@ -59,11 +61,15 @@ const FEATURES: &[(u32, &str)] = &[
     (since::PROFILER, "profiler control"),
 ];
 
-pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
+pub(crate) fn run(args: &DoctorArgs) -> Result<bool, Failure> {
+    if args.sim.as_deref() == Some(crate::profiles::HELP) {
+        return crate::profiles::print().map(|()| true);
+    }
     let mut checks = Vec::new();
     match &args.sim {
         Some(name) => {
-            let profile = Profile::embedded(name).map_err(|e| e.to_string())?;
+            let profile = Profile::embedded(name)
+                .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
             checks.push(check("amdgpu", Status::Ok, format!("simulated (profile {name})")));
             let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
             device_checks(sim, &mut checks, false);
@@ -88,7 +94,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
     if args.json {
         let doc = serde_json::json!({ "healthy": healthy, "checks": checks });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        crate::output::emit(&format!("{text}\n"));
+        crate::output::emit(&format!("{text}\n"))?;
     } else {
         let mut s = String::new();
         for c in &checks {
@@ -108,7 +114,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, String> {
                 "This machine cannot use the GPU yet: fix the FAIL lines above."
             }
         );
-        crate::output::emit(&s);
+        crate::output::emit(&s)?;
     }
     Ok(healthy)
 }
@@ -135,14 +141,12 @@ fn device_checks<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) 
                 ));
             }
         }
-        Err(e) => {
-            let status = if e.kind() == hsakmt_core::error::ErrorKind::DriverMismatch {
-                Status::Fail
-            } else {
-                Status::Warn
-            };
-            checks.push(check("/dev/kfd", status, e.to_string()));
+        // The device opened but the library could not start on it (an incompatible kernel,
+        // an unreadable topology, a malformed HSA_OVERRIDE_GFX_VERSION): it cannot be used.
+        Err(e @ DeviceError::Topology(topology::Error::GfxOverride { .. })) => {
+            checks.push(check("environment", Status::Fail, e.to_string()));
         }
+        Err(e) => checks.push(check("/dev/kfd", Status::Fail, e.to_string())),
     }
 }
 
@@ -222,15 +226,17 @@ fn render_node_check(minor: u32) -> Check {
     match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
         Ok(_) => check("render node", Status::Ok, format!("{path} opens read-write")),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            let gid = rustix::fs::stat(path.as_str()).ok().map(|s| s.st_gid);
+            let st = rustix::fs::stat(path.as_str()).ok();
+            let gid = st.as_ref().map(|s| s.st_gid);
             let group = gid.and_then(hsakmt_linux::device_node::group_name);
-            let who = group.map_or_else(
-                || gid.map_or("its group".into(), |g| format!("group id {g}")),
-                |g| format!("group '{g}' (sudo usermod -aG {g} $USER)"),
-            );
-            check("render node", Status::Fail, format!("{path}: permission denied; join {who}"))
+            let advice =
+                AccessAdvice { gid, group: group.as_deref(), mode: st.map(|s| s.st_mode & 0o7777) };
+            check("render node", Status::Fail, format!("{path}: permission denied; {advice}"))
         }
-        Err(e) => check("render node", Status::Fail, format!("{path}: {e}")),
+        Err(e) => {
+            let why = e.raw_os_error().map_or_else(|| e.to_string(), |n| Errno(n).to_string());
+            check("render node", Status::Fail, format!("{path}: {why}"))
+        }
     }
 }
 
@@ -250,8 +256,15 @@ fn host_checks(checks: &mut Vec<Check>) {
         }
         Err(e) => checks.push(check("vm.max_map_count", Status::Warn, format!("unreadable: {e}"))),
     }
+    let caps = effective_capabilities();
     let memlock = rustix::process::getrlimit(rustix::process::Resource::Memlock);
     checks.push(match memlock.current {
+        // CAP_IPC_LOCK (root has it) lifts the limit for mlockall, as `hsakmt run` finds.
+        _ if caps.is_some_and(|c| c & CAP_IPC_LOCK != 0) => check(
+            "memlock limit",
+            Status::Ok,
+            "CAP_IPC_LOCK (root): mlockall is not bound by the memlock limit",
+        ),
         None => {
             check("memlock limit", Status::Ok, "unlimited (mlockall for a realtime loop works)")
         }
@@ -267,9 +280,10 @@ fn host_checks(checks: &mut Vec<Check>) {
         ),
     });
     let rtprio = rustix::process::getrlimit(rustix::process::Resource::Rtprio);
-    let root = rustix::process::geteuid().is_root();
     checks.push(match rtprio.current {
-        _ if root => check("realtime", Status::Ok, "running as root: SCHED_FIFO is permitted"),
+        _ if caps.is_some_and(|c| c & CAP_SYS_NICE != 0) => {
+            check("realtime", Status::Ok, "CAP_SYS_NICE (root): SCHED_FIFO is permitted")
+        }
         Some(0) => check(
             "realtime",
             Status::Warn,
@@ -279,4 +293,49 @@ fn host_checks(checks: &mut Vec<Check>) {
         Some(n) => check("realtime", Status::Ok, format!("SCHED_FIFO up to priority {n}")),
         None => check("realtime", Status::Ok, "RLIMIT_RTPRIO unlimited"),
     });
+}
+
+/// `CAP_IPC_LOCK` (bit 14): locking memory beyond `RLIMIT_MEMLOCK`.
+const CAP_IPC_LOCK: u64 = 1 << 14;
+/// `CAP_SYS_NICE` (bit 23): realtime scheduling beyond `RLIMIT_RTPRIO`.
+const CAP_SYS_NICE: u64 = 1 << 23;
+
+/// The effective capability set of this process (`CapEff` of `/proc/self/status`).
+fn effective_capabilities() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_cap_eff(&status)
+}
+
+fn parse_cap_eff(status: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(line.trim(), 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_are_read_from_cap_eff() {
+        let status = "Name:\thsakmt\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n";
+        let caps = parse_cap_eff(status).unwrap();
+        assert_ne!(caps & CAP_IPC_LOCK, 0);
+        assert_ne!(caps & CAP_SYS_NICE, 0);
+        assert_eq!(parse_cap_eff("CapEff:\t0000000000004000\n"), Some(CAP_IPC_LOCK));
+        assert_eq!(parse_cap_eff("CapEff: zz\n"), None);
+        assert_eq!(parse_cap_eff(""), None);
+    }
+
+    /// With CAP_IPC_LOCK (root) `hsakmt run` locks its memory whatever the limit, so doctor
+    /// does not warn about the limit (checked where the test runs with the capability).
+    #[test]
+    fn memlock_verdict_agrees_with_mlockall() {
+        let mut checks = Vec::new();
+        host_checks(&mut checks);
+        let memlock = checks.iter().find(|c| c.name == "memlock limit").unwrap();
+        if effective_capabilities().is_some_and(|c| c & CAP_IPC_LOCK != 0) {
+            assert_eq!(memlock.status, Status::Ok, "{}", memlock.detail);
+            assert!(memlock.detail.contains("CAP_IPC_LOCK"), "{}", memlock.detail);
+        }
+    }
 }

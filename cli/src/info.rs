@@ -5,12 +5,13 @@ use std::fmt::Write as _;
 use clap::Args;
 use hsakmt_core::platform::EntryKind;
 use hsakmt_core::topology::{
-    CacheKey, HeapType, IoLinkType, Link, LinkKey, LinkOrigin, NodeKey, NodeKind, NodeView, Owner,
-    READ_BUFFER, SystemKey, Topology,
+    CacheKey, EntryEnumeration, HeapType, IoLinkType, Link, LinkKey, LinkOrigin, NodeKey, NodeKind,
+    NodeView, Options, Owner, READ_BUFFER, SystemKey, Topology,
 };
 use serde_json::{Map, Value, json};
 
 use crate::info_derived::{self, DeviceHeaps};
+use crate::output::Failure;
 use crate::source::{Source, SourceArgs};
 
 /// Arguments of `hsakmt info`.
@@ -26,9 +27,12 @@ pub(crate) struct InfoArgs {
     dot: bool,
 }
 
-/// Takes a snapshot from `source` into a boxed topology, as libhsakmt's users see it unless
-/// `capture` (see [`info_derived::refresh_as_seen`]).
-pub(crate) fn snapshot(source: &Source, capture: bool) -> Result<Box<Topology>, String> {
+/// Takes a snapshot from `source` into a boxed topology, as libhsakmt's users see it (see
+/// [`info_derived::refresh_as_seen`]). A tree on disk or a simulator profile is a capture,
+/// perhaps edited: its directories are listed, so entries its `*_count` keys do not mention
+/// are read and the disagreement is a warning. The live kernel's tree is read as the library
+/// reads it, trusting the counts it prints.
+pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
     // compile-time constant costs one. Release builds allocate first and build it there, where
     // a constant would only add its size to the binary.
@@ -37,17 +41,22 @@ pub(crate) fn snapshot(source: &Source, capture: bool) -> Result<Box<Topology>, 
     #[cfg(not(debug_assertions))]
     let mut topo = Box::write(Box::new_uninit(), Topology::new());
     let mut buf = vec![0u8; READ_BUFFER];
-    info_derived::refresh_as_seen(&mut topo, source, capture, &mut buf)
+    let entries =
+        if source.is_live() { EntryEnumeration::TrustCounts } else { EntryEnumeration::List };
+    let options = Options { entries, ..Options::DEFAULT };
+    info_derived::refresh_as_seen(&mut topo, source, &mut buf, &options)
         .map_err(|e| format!("cannot read the topology of {}: {e}", source.describe()))?;
     Ok(topo)
 }
 
-pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
+pub(crate) fn run(args: &InfoArgs) -> Result<(), Failure> {
+    if args.source.sim.as_deref() == Some(crate::profiles::HELP) {
+        return crate::profiles::print();
+    }
     let source = Source::resolve(&args.source)?;
-    let capture = args.source.sysfs.is_some();
-    let topo = snapshot(&source, capture)?;
+    let topo = snapshot(&source)?;
     let out = if args.json {
-        let heaps = info_derived::device_heaps(&source, capture);
+        let heaps = info_derived::device_heaps(&source);
         let mut text =
             serde_json::to_string_pretty(&to_json(&topo, &heaps)).map_err(|e| e.to_string())?;
         text.push('\n');
@@ -55,11 +64,16 @@ pub(crate) fn run(args: &InfoArgs) -> Result<(), String> {
     } else if args.dot {
         to_dot(&topo)
     } else {
-        let heaps = info_derived::device_heaps(&source, capture);
+        let heaps = info_derived::device_heaps(&source);
         report(&topo, source.describe(), &heaps)
     };
-    crate::output::emit(&out);
-    Ok(())
+    crate::output::emit(&out)
+}
+
+/// The node's name as text: bytes that are not UTF-8 shown as U+FFFD (the snapshot warns
+/// about such a name); `None` when the node has no `name` file.
+fn name_of<'a>(n: &NodeView<'a>) -> Option<std::borrow::Cow<'a, str>> {
+    n.node().name_bytes().map(String::from_utf8_lossy)
 }
 
 fn num(v: u64) -> Value {
@@ -117,7 +131,7 @@ fn node_json(topo: &Topology, n: &NodeView<'_>, heaps: &DeviceHeaps) -> Value {
     let mut m = Map::new();
     info_derived::numbering_into(&mut m, n);
     m.insert("gpu_id".into(), n.gpu_id().map_or(Value::Null, |g| num(u64::from(g))));
-    m.insert("name".into(), n.name().map_or(Value::Null, |s| Value::String(s.to_string())));
+    m.insert("name".into(), name_of(n).map_or(Value::Null, |s| Value::String(s.into_owned())));
     m.insert("kind".into(), Value::String(n.kind().name().to_string()));
     if n.kind().has_gpu() {
         m.insert("gfx".into(), n.gfx().map_or(Value::Null, |g| Value::String(g.to_string())));
@@ -258,7 +272,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 pub(crate) fn report(topo: &Topology, source: &str, heaps: &DeviceHeaps) -> String {
     let mut s = String::new();
     let gpus = topo.gpu_count();
-    let _ = writeln!(s, "KFD topology of {source}");
+    let _ = writeln!(s, "KFD topology of {}", crate::text::escape(source));
     let _ = writeln!(
         s,
         "  {} nodes ({} CPU, {gpus} GPU), generation {}",
@@ -280,7 +294,7 @@ pub(crate) fn report(topo: &Topology, source: &str, heaps: &DeviceHeaps) -> Stri
     for n in topo.nodes() {
         let _ = writeln!(s);
         let id = n.sysfs_id();
-        let name = n.name().filter(|s| !s.is_empty()).unwrap_or("");
+        let name = name_of(&n).unwrap_or_default();
         match n.kind() {
             NodeKind::Cpu => {
                 let _ = writeln!(
@@ -298,7 +312,11 @@ pub(crate) fn report(topo: &Topology, source: &str, heaps: &DeviceHeaps) -> Stri
                     "node {id}: {}  {gfx}{over}  gpu_id {}  {}",
                     kind.name(),
                     opt(n.gpu_id()),
-                    if name.is_empty() { "-" } else { name }
+                    if name.is_empty() {
+                        "-".to_string()
+                    } else {
+                        crate::text::escape(&name).into_owned()
+                    }
                 );
                 let _ = writeln!(
                     s,
@@ -391,5 +409,159 @@ fn ascii_id(v: u64, len: usize) -> String {
         String::from_utf8_lossy(&bytes).trim().to_string()
     } else {
         v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use hsakmt_core::error::Errno;
+    use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A tree of arbitrary files: whatever a capture (or an attacker) put there.
+    #[derive(Debug, Clone)]
+    struct Hostile {
+        nodes: u32,
+        files: HashMap<SysfsFile, Vec<u8>>,
+    }
+
+    impl Sysfs for Hostile {
+        fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
+            let bytes = self.files.get(&file).ok_or(Errno::ENOENT)?;
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+
+        fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
+            let ids: Vec<u32> = match dir {
+                SysfsDir::Nodes => (0..self.nodes).collect(),
+                SysfsDir::Entries { node, kind } => (0..8)
+                    .filter(|i| {
+                        self.files.contains_key(&SysfsFile::EntryProperties {
+                            node,
+                            kind,
+                            index: *i,
+                        })
+                    })
+                    .collect(),
+            };
+            for (slot, id) in out.iter_mut().zip(&ids) {
+                *slot = *id;
+            }
+            Ok(ids.len())
+        }
+    }
+
+    impl Host for Hostile {
+        fn now_ns(&self) -> u64 {
+            0
+        }
+        fn process_id(&self) -> u32 {
+            1
+        }
+        fn env_var(&self, _: &str, _: &mut [u8]) -> Option<usize> {
+            None
+        }
+    }
+
+    /// A value: a number of any size, or bytes that are not one.
+    fn value() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            any::<u64>().prop_map(|v| v.to_string().into_bytes()),
+            (0u64..200_000).prop_map(|v| v.to_string().into_bytes()),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        ]
+    }
+
+    /// A properties file from known and made-up keys.
+    fn properties() -> impl Strategy<Value = Vec<u8>> {
+        let key = prop_oneof![
+            Just("simd_count".to_string()),
+            Just("cpu_cores_count".to_string()),
+            Just("gfx_target_version".to_string()),
+            Just("device_id".to_string()),
+            Just("location_id".to_string()),
+            Just("drm_render_minor".to_string()),
+            Just("mem_banks_count".to_string()),
+            Just("io_links_count".to_string()),
+            Just("node_to".to_string()),
+            Just("node_from".to_string()),
+            Just("type".to_string()),
+            Just("weight".to_string()),
+            Just("heap_type".to_string()),
+            Just("size_in_bytes".to_string()),
+            "[a-z_\"\\\\]{1,12}",
+        ];
+        proptest::collection::vec((key, value()), 0..10).prop_map(|lines| {
+            let mut text = Vec::new();
+            for (k, v) in lines {
+                text.extend_from_slice(k.as_bytes());
+                text.push(b' ');
+                text.extend_from_slice(&v);
+                text.push(b'\n');
+            }
+            text
+        })
+    }
+
+    fn tree() -> impl Strategy<Value = Hostile> {
+        let node = (
+            proptest::collection::vec(any::<u8>(), 0..40),
+            value(),
+            properties(),
+            proptest::collection::vec(properties(), 0..3),
+            proptest::collection::vec(properties(), 0..2),
+        );
+        proptest::collection::vec(node, 1..4).prop_map(|nodes| {
+            let mut files = HashMap::new();
+            files.insert(SysfsFile::GenerationId, b"1\n".to_vec());
+            for (i, (name, gpu_id, props, links, banks)) in nodes.iter().enumerate() {
+                let n = u32::try_from(i).unwrap();
+                files.insert(SysfsFile::Name(n), name.clone());
+                files.insert(SysfsFile::GpuId(n), gpu_id.clone());
+                files.insert(SysfsFile::NodeProperties(n), props.clone());
+                for (kind, entries) in [(EntryKind::IoLink, links), (EntryKind::MemBank, banks)] {
+                    for (index, p) in (0u32..).zip(entries) {
+                        files
+                            .insert(SysfsFile::EntryProperties { node: n, kind, index }, p.clone());
+                    }
+                }
+            }
+            Hostile { nodes: u32::try_from(nodes.len()).unwrap(), files }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Hostile names and values: the text, JSON and DOT renderers never panic, JSON stays
+        /// valid, a name is never `null` when the node has a name file, and no control
+        /// character of the tree reaches a terminal.
+        #[test]
+        fn renderers_take_any_tree(tree in tree()) {
+            let mut topo = Box::new(const { Topology::new() });
+            let mut buf = vec![0u8; READ_BUFFER];
+            if topo.refresh(&tree, &tree, &mut buf).is_err() {
+                return Ok(());
+            }
+            let doc = to_json(&topo, &DeviceHeaps::none());
+            let text = serde_json::to_string(&doc).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), doc.clone());
+            for n in doc["nodes"].as_array().unwrap() {
+                prop_assert!(n["name"].is_string(), "{}", n);
+            }
+            let report = report(&topo, "a hostile tree", &DeviceHeaps::none());
+            let dot = to_dot(&topo);
+            for out in [&report, &dot] {
+                prop_assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{:?}", out);
+            }
+            prop_assert!(dot.starts_with("digraph") && dot.ends_with("}\n"), "{}", dot);
+            prop_assert_eq!(dot.matches('"').count() % 2, 0, "{}", dot);
+        }
     }
 }

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use hsakmt_core::device::{DEFAULT_MEMORY_OBJECTS, NodeHeaps};
 use hsakmt_core::platform::Platform;
-use hsakmt_core::topology::{self, Hidden, NodeKind, NodeView, Topology};
+use hsakmt_core::topology::{self, Hidden, NodeKind, NodeView, Options, Topology};
 use hsakmt_linux::{LinuxPlatform, boxed_kfd};
 use serde_json::{Map, Value, json};
 
@@ -40,30 +40,32 @@ impl DeviceHeaps {
 }
 
 /// Refreshes `topo` as libhsakmt's users see the machine: on the real machine and the simulator
-/// every GPU's render node is opened and the GPUs that cannot be opened are hidden; a captured
-/// tree (`capture`) is read as is.
+/// every GPU's render node is opened and the GPUs that cannot be opened are hidden; a tree on
+/// disk is read as is.
 ///
 /// # Errors
 /// The snapshot's.
 pub(crate) fn refresh_as_seen(
     topo: &mut Topology,
     source: &Source,
-    capture: bool,
     buf: &mut [u8],
+    options: &Options,
 ) -> Result<(), topology::Error> {
     match source {
-        Source::Sim(sim, _) => topo.refresh_visible(source, source, &**sim, buf),
-        Source::Linux(linux, _) if !capture => topo.refresh_visible(source, source, &**linux, buf),
-        Source::Linux(..) => topo.refresh(source, source, buf),
+        Source::Sim(sim, _) => topo.refresh_visible_with(source, source, &**sim, buf, options),
+        Source::Linux(linux, _, true) => {
+            topo.refresh_visible_with(source, source, &**linux, buf, options)
+        }
+        Source::Linux(..) => topo.refresh_with(source, source, buf, options),
     }
 }
 
 /// Opens a device facade over the source's platform and collects every GPU's heaps (mapping
-/// each MMIO-remap page first, as libhsakmt's open does). A captured tree has no device.
-pub(crate) fn device_heaps(source: &Source, capture: bool) -> DeviceHeaps {
+/// each MMIO-remap page first, as libhsakmt's open does). A tree on disk has no device.
+pub(crate) fn device_heaps(source: &Source) -> DeviceHeaps {
     match source {
         Source::Sim(sim, _) => collect((**sim).clone()),
-        Source::Linux(..) if !capture => collect(LinuxPlatform::new()),
+        Source::Linux(_, _, true) => collect(LinuxPlatform::new()),
         Source::Linux(..) => DeviceHeaps::none(),
     }
 }
@@ -249,8 +251,8 @@ mod tests {
         let source = Source::Sim(Box::new(sim), "test".into());
         let mut topo = Box::new(Topology::new());
         let mut buf = vec![0u8; hsakmt_core::topology::READ_BUFFER];
-        refresh_as_seen(&mut topo, &source, false, &mut buf).unwrap();
-        let heaps = device_heaps(&source, false);
+        refresh_as_seen(&mut topo, &source, &mut buf, &Options::DEFAULT).unwrap();
+        let heaps = device_heaps(&source);
         let doc = to_json(&topo, &heaps);
         let nodes = doc["nodes"].as_array().unwrap();
         let by_sysfs = |n: u64| nodes.iter().find(|v| v["sysfs_node"] == n).unwrap();

@@ -2,11 +2,16 @@
 
 mod bench;
 mod doctor;
+mod env;
+mod histogram;
 mod info;
 mod info_derived;
+mod inject;
 mod output;
+mod profiles;
 mod run;
 mod source;
+mod text;
 
 use std::process::ExitCode;
 
@@ -34,7 +39,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Info(args) => info::run(&args),
@@ -47,9 +55,19 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hsakmt: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => e.exit(),
+    }
+}
+
+/// Help and version go to stdout (a failed write is a failure), usage errors to stderr.
+fn usage(e: &clap::Error) -> ExitCode {
+    let text = e.render().to_string();
+    if e.use_stderr() {
+        note!("{}", text.trim_end());
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    match output::emit(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => f.exit(),
     }
 }

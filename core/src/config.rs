@@ -15,9 +15,12 @@
 
 // ---- topology snapshot -------------------------------------------------------------------------
 
-/// Default node capacity of a [`Topology`](crate::topology::Topology): an 8-GPU MI300X in CPX
-/// mode has 64 GPU partitions + CPU nodes.
-pub const DEFAULT_NODES: usize = 72;
+/// Default node capacity of a [`Topology`](crate::topology::Topology): 16 GPUs of 8 partitions
+/// each (128 GPU nodes) and 8 CPU nodes (an 8-GPU MI300X in CPX mode has 64 + 2). The caches
+/// and links of such a machine exceed [`DEFAULT_CACHES`] and [`DEFAULT_LINKS`] (about 5,900 and
+/// 16,500), which the snapshot's 512 KiB budget does not allow: it is read as far as those
+/// tables hold, with a warning naming what was left out.
+pub const DEFAULT_NODES: usize = 136;
 /// Default memory-bank capacity of a snapshot (all nodes together).
 pub const DEFAULT_MEM_BANKS: usize = 256;
 /// Default cache capacity of a snapshot (all nodes together; the MI308X CPX capture has 1,472).

@@ -144,7 +144,10 @@ pub enum HsakmtStatus {
 
 /// A Linux error number, as a platform reports the failure of a system call.
 ///
-/// The values are the asm-generic numbers used by x86_64 and aarch64 Linux.
+/// The values are the asm-generic numbers used by x86_64 and aarch64 Linux. Every number of
+/// the uapi headers (`asm-generic/errno-base.h`, `asm-generic/errno.h`: 1 to 133) has a name
+/// and a meaning here — the aliases `EWOULDBLOCK`, `EDEADLOCK` and `ENOTSUP` share the numbers
+/// of `EAGAIN`, `EDEADLK` and `EOPNOTSUPP` — plus the kernel-internal `ERESTARTSYS`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Errno(pub i32);
@@ -188,13 +191,17 @@ errnos! {
     EIO = 5, "input/output error";
     ENXIO = 6, "no such device or address";
     E2BIG = 7, "argument list too long";
+    ENOEXEC = 8, "exec format error";
     EBADF = 9, "bad file descriptor";
+    ECHILD = 10, "no child processes";
     EAGAIN = 11, "resource temporarily unavailable";
     ENOMEM = 12, "cannot allocate memory";
     EACCES = 13, "permission denied";
     EFAULT = 14, "bad address";
+    ENOTBLK = 15, "block device required";
     EBUSY = 16, "device or resource busy";
     EEXIST = 17, "file exists";
+    EXDEV = 18, "cross-device link";
     ENODEV = 19, "no such device";
     ENOTDIR = 20, "not a directory";
     EISDIR = 21, "is a directory";
@@ -202,18 +209,112 @@ errnos! {
     ENFILE = 23, "too many open files in system";
     EMFILE = 24, "too many open files";
     ENOTTY = 25, "inappropriate ioctl for device";
+    ETXTBSY = 26, "text file busy";
+    EFBIG = 27, "file too large";
     ENOSPC = 28, "no space left on device";
+    ESPIPE = 29, "illegal seek";
+    EROFS = 30, "read-only file system";
+    EMLINK = 31, "too many links";
     EPIPE = 32, "broken pipe";
+    EDOM = 33, "numerical argument out of domain";
     ERANGE = 34, "numerical result out of range";
+    EDEADLK = 35, "resource deadlock avoided";
+    ENAMETOOLONG = 36, "file name too long";
+    ENOLCK = 37, "no locks available";
     ENOSYS = 38, "function not implemented";
+    ENOTEMPTY = 39, "directory not empty";
+    ELOOP = 40, "too many levels of symbolic links";
+    ENOMSG = 42, "no message of desired type";
+    EIDRM = 43, "identifier removed";
+    ECHRNG = 44, "channel number out of range";
+    EL2NSYNC = 45, "level 2 not synchronized";
+    EL3HLT = 46, "level 3 halted";
+    EL3RST = 47, "level 3 reset";
+    ELNRNG = 48, "link number out of range";
+    EUNATCH = 49, "protocol driver not attached";
+    ENOCSI = 50, "no CSI structure available";
+    EL2HLT = 51, "level 2 halted";
+    EBADE = 52, "invalid exchange";
+    EBADR = 53, "invalid request descriptor";
+    EXFULL = 54, "exchange full";
+    ENOANO = 55, "no anode";
+    EBADRQC = 56, "invalid request code";
+    EBADSLT = 57, "invalid slot";
+    EBFONT = 59, "bad font file format";
+    ENOSTR = 60, "device not a stream";
     ENODATA = 61, "no data available";
     ETIME = 62, "timer expired";
+    ENOSR = 63, "out of streams resources";
+    ENONET = 64, "machine is not on the network";
+    ENOPKG = 65, "package not installed";
+    EREMOTE = 66, "object is remote";
+    ENOLINK = 67, "link has been severed";
+    EADV = 68, "advertise error";
+    ESRMNT = 69, "srmount error";
+    ECOMM = 70, "communication error on send";
+    EPROTO = 71, "protocol error";
+    EMULTIHOP = 72, "multihop attempted";
+    EDOTDOT = 73, "RFS specific error";
+    EBADMSG = 74, "bad message";
     EOVERFLOW = 75, "value too large for defined data type";
+    ENOTUNIQ = 76, "name not unique on network";
+    EBADFD = 77, "file descriptor in bad state";
+    EREMCHG = 78, "remote address changed";
+    ELIBACC = 79, "can not access a needed shared library";
+    ELIBBAD = 80, "accessing a corrupted shared library";
+    ELIBSCN = 81, ".lib section in a.out corrupted";
+    ELIBMAX = 82, "attempting to link in too many shared libraries";
+    ELIBEXEC = 83, "cannot exec a shared library directly";
+    EILSEQ = 84, "invalid or incomplete multibyte or wide character";
+    ERESTART = 85, "interrupted system call should be restarted";
+    ESTRPIPE = 86, "streams pipe error";
+    EUSERS = 87, "too many users";
+    ENOTSOCK = 88, "socket operation on non-socket";
+    EDESTADDRREQ = 89, "destination address required";
+    EMSGSIZE = 90, "message too long";
+    EPROTOTYPE = 91, "protocol wrong type for socket";
+    ENOPROTOOPT = 92, "protocol not available";
+    EPROTONOSUPPORT = 93, "protocol not supported";
+    ESOCKTNOSUPPORT = 94, "socket type not supported";
     EOPNOTSUPP = 95, "operation not supported";
+    EPFNOSUPPORT = 96, "protocol family not supported";
+    EAFNOSUPPORT = 97, "address family not supported by protocol";
     EADDRINUSE = 98, "address already in use";
+    EADDRNOTAVAIL = 99, "cannot assign requested address";
+    ENETDOWN = 100, "network is down";
+    ENETUNREACH = 101, "network is unreachable";
+    ENETRESET = 102, "network dropped connection on reset";
+    ECONNABORTED = 103, "software caused connection abort";
+    ECONNRESET = 104, "connection reset by peer";
+    ENOBUFS = 105, "no buffer space available";
+    EISCONN = 106, "transport endpoint is already connected";
+    ENOTCONN = 107, "transport endpoint is not connected";
+    ESHUTDOWN = 108, "cannot send after transport endpoint shutdown";
+    ETOOMANYREFS = 109, "too many references: cannot splice";
     ETIMEDOUT = 110, "connection timed out";
+    ECONNREFUSED = 111, "connection refused";
+    EHOSTDOWN = 112, "host is down";
+    EHOSTUNREACH = 113, "no route to host";
     EALREADY = 114, "operation already in progress";
+    EINPROGRESS = 115, "operation now in progress";
+    ESTALE = 116, "stale file handle";
+    EUCLEAN = 117, "structure needs cleaning";
+    ENOTNAM = 118, "not a XENIX named type file";
+    ENAVAIL = 119, "no XENIX semaphores available";
+    EISNAM = 120, "is a named type file";
+    EREMOTEIO = 121, "remote I/O error";
+    EDQUOT = 122, "disk quota exceeded";
+    ENOMEDIUM = 123, "no medium found";
+    EMEDIUMTYPE = 124, "wrong medium type";
     ECANCELED = 125, "operation canceled";
+    ENOKEY = 126, "required key not available";
+    EKEYEXPIRED = 127, "key has expired";
+    EKEYREVOKED = 128, "key has been revoked";
+    EKEYREJECTED = 129, "key was rejected by service";
+    EOWNERDEAD = 130, "owner died";
+    ENOTRECOVERABLE = 131, "state not recoverable";
+    ERFKILL = 132, "operation not possible due to RF-kill";
+    EHWPOISON = 133, "memory page has hardware error";
     ERESTARTSYS = 512, "interrupted, restart (kernel-internal)";
 }
 
@@ -224,9 +325,12 @@ impl Errno {
         match self {
             Self::EPERM | Self::EACCES => ErrorKind::PermissionDenied,
             Self::ENOENT | Self::ENODEV | Self::ENXIO => ErrorKind::NoDevice,
-            Self::EINVAL | Self::EFAULT | Self::E2BIG | Self::ERANGE | Self::EOVERFLOW => {
-                ErrorKind::InvalidArgument
-            }
+            Self::EINVAL
+            | Self::EFAULT
+            | Self::E2BIG
+            | Self::ERANGE
+            | Self::EOVERFLOW
+            | Self::ENAMETOOLONG => ErrorKind::InvalidArgument,
             Self::ENOMEM | Self::ENOSPC => ErrorKind::OutOfResources,
             Self::EBUSY | Self::EAGAIN | Self::EEXIST | Self::EADDRINUSE | Self::EALREADY => {
                 ErrorKind::Busy
@@ -259,7 +363,7 @@ impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.name() {
             Some(n) => write!(f, "{n} ({})", self.description()),
-            None => write!(f, "errno {}", self.0),
+            None => write!(f, "errno {} (not a Linux error number)", self.0),
         }
     }
 }
@@ -284,6 +388,12 @@ mod tests {
             assert_ne!(e.description(), "unknown error");
         }
         assert_eq!(Errno(9999).name(), None);
+        assert_eq!(std::format!("{}", Errno(9999)), "errno 9999 (not a Linux error number)");
+        // Every number of the uapi headers has a name, but the two aliases' own slots.
+        let unnamed: std::vec::Vec<i32> =
+            (1..=133).filter(|n| Errno(*n).name().is_none()).collect();
+        assert_eq!(unnamed, [41, 58]);
+        assert_eq!(std::format!("{}", Errno(40)), "ELOOP (too many levels of symbolic links)");
         assert_eq!(Errno::EPERM.kind(), ErrorKind::PermissionDenied);
         assert!(Errno::EINTR.is_retryable());
         assert!(!Errno::EINVAL.is_retryable());

@@ -1,6 +1,6 @@
 //! Opening `/dev/kfd` with errors a person can act on.
 
-use hsakmt_core::platform::OpenError;
+use hsakmt_core::platform::{FileKind, OpenError};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 
@@ -9,27 +9,69 @@ use crate::errno::from_rustix;
 /// The KFD character device.
 pub const KFD_DEVICE: &str = "/dev/kfd";
 
-/// Opens `path` read-write (close-on-exec), retrying on `EINTR`.
+/// Opens `path` read-write (close-on-exec), retrying on `EINTR`, and only when it is a
+/// character device: the path is checked with `stat` before the open (opening a block
+/// device, FIFO or regular file has effects of its own, or blocks) and the descriptor with
+/// `fstat` after it.
 ///
 /// # Errors
-/// [`OpenError::NotPresent`] when the node does not exist, [`OpenError::PermissionDenied`]
-/// (with the owning group, resolved through `/etc/group`) on `EACCES`/`EPERM`, else
-/// [`OpenError::Os`].
+/// [`OpenError::NotPresent`] when nothing is at `path`, [`OpenError::NotCharDevice`] when
+/// something other than a character device is, [`OpenError::NoDriver`] when the node exists
+/// but the open fails with `ENXIO` or `ENODEV` (no driver bound to its device number),
+/// [`OpenError::PermissionDenied`] (with the owning group, resolved through `/etc/group`, and
+/// the node's mode) on `EACCES`/`EPERM`, else [`OpenError::Os`].
 pub fn open_device(path: &str) -> Result<OwnedFd, OpenError> {
+    match rustix::fs::stat(path) {
+        Ok(st) => char_device(st.st_mode)?,
+        Err(rustix::io::Errno::NOENT) => return Err(OpenError::NotPresent),
+        // Not even `stat` may look (a directory on the way denies search): the open below
+        // says why.
+        Err(_) => {}
+    }
     loop {
         match rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => return Ok(fd),
+            Ok(fd) => {
+                let st = rustix::fs::fstat(&fd).map_err(|e| OpenError::Os(from_rustix(e)))?;
+                char_device(st.st_mode)?;
+                return Ok(fd);
+            }
             Err(rustix::io::Errno::INTR) => {}
-            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NODEV | rustix::io::Errno::NXIO) => {
-                return Err(OpenError::NotPresent);
+            Err(rustix::io::Errno::NOENT) => return Err(OpenError::NotPresent),
+            Err(e @ (rustix::io::Errno::NODEV | rustix::io::Errno::NXIO)) => {
+                return Err(OpenError::NoDriver(from_rustix(e)));
             }
             Err(rustix::io::Errno::ACCESS | rustix::io::Errno::PERM) => {
-                let gid = rustix::fs::stat(path).ok().map(|st| st.st_gid);
+                let st = rustix::fs::stat(path).ok();
+                let gid = st.as_ref().map(|st| st.st_gid);
+                let mode = st.map(|st| st.st_mode & 0o7777);
                 let group = gid.and_then(group_name);
-                return Err(OpenError::PermissionDenied { gid, group });
+                return Err(OpenError::PermissionDenied { gid, group, mode });
             }
             Err(e) => return Err(OpenError::Os(from_rustix(e))),
         }
+    }
+}
+
+/// `Ok` for a character device's mode, else the kind of file it is.
+fn char_device(mode: u32) -> Result<(), OpenError> {
+    match file_kind(mode) {
+        FileKind::CharDevice => Ok(()),
+        kind => Err(OpenError::NotCharDevice(kind)),
+    }
+}
+
+/// The [`FileKind`] of an `st_mode`.
+#[must_use]
+pub fn file_kind(mode: u32) -> FileKind {
+    match rustix::fs::FileType::from_raw_mode(mode) {
+        rustix::fs::FileType::RegularFile => FileKind::Regular,
+        rustix::fs::FileType::Directory => FileKind::Directory,
+        rustix::fs::FileType::BlockDevice => FileKind::BlockDevice,
+        rustix::fs::FileType::CharacterDevice => FileKind::CharDevice,
+        rustix::fs::FileType::Fifo => FileKind::Fifo,
+        rustix::fs::FileType::Socket => FileKind::Socket,
+        rustix::fs::FileType::Symlink => FileKind::Symlink,
+        _ => FileKind::Other,
     }
 }
 
@@ -133,6 +175,48 @@ mod tests {
             open_device("/dev/hsakmt-test-no-such-node").unwrap_err(),
             OpenError::NotPresent
         );
+    }
+
+    /// What is at the device path decides the error, before anything is opened: a FIFO (whose
+    /// open would block), a regular file, a directory, a block device, a character device
+    /// without a driver.
+    #[test]
+    fn only_a_character_device_with_a_driver_opens() {
+        use rustix::fs::{CWD, FileType, makedev, mknodat};
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-dev-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let at = |name: &str| dir.join(name).to_str().unwrap().to_string();
+        let mode = Mode::from_raw_mode(0o666);
+        mknodat(CWD, at("fifo").as_str(), FileType::Fifo, mode, 0).unwrap();
+        std::fs::write(at("file"), "").unwrap();
+        assert_eq!(open_device(&at("fifo")).unwrap_err(), OpenError::NotCharDevice(FileKind::Fifo));
+        assert_eq!(
+            open_device(&at("file")).unwrap_err(),
+            OpenError::NotCharDevice(FileKind::Regular)
+        );
+        assert_eq!(
+            open_device(dir.to_str().unwrap()).unwrap_err(),
+            OpenError::NotCharDevice(FileKind::Directory)
+        );
+        // Device nodes need CAP_MKNOD: checked when the test may create them. Major 7 is the
+        // loop driver's block major; character major 511 is unassigned, so nothing is bound.
+        if mknodat(CWD, at("blk").as_str(), FileType::BlockDevice, mode, makedev(7, 250)).is_ok() {
+            assert_eq!(
+                open_device(&at("blk")).unwrap_err(),
+                OpenError::NotCharDevice(FileKind::BlockDevice)
+            );
+        }
+        if mknodat(CWD, at("chr").as_str(), FileType::CharacterDevice, mode, makedev(511, 0))
+            .is_ok()
+        {
+            assert!(
+                matches!(open_device(&at("chr")).unwrap_err(), OpenError::NoDriver(_)),
+                "a node without a driver"
+            );
+            assert!(open_device("/dev/null").is_ok());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

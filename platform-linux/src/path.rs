@@ -24,7 +24,7 @@ impl FixedPath {
     /// A path holding `bytes` (which must not contain NUL).
     ///
     /// # Errors
-    /// [`Errno::EINVAL`] for an interior NUL, [`Errno::E2BIG`] when it does not fit.
+    /// [`Errno::EINVAL`] for an interior NUL, [`Errno::ENAMETOOLONG`] when it does not fit.
     pub fn new(bytes: &[u8]) -> Result<Self, Errno> {
         let mut p = Self::default();
         p.append(bytes)?;
@@ -54,7 +54,7 @@ impl FixedPath {
         let end = self.len + bytes.len();
         // Keep one byte for the NUL.
         let dst = self.buf.get_mut(self.len..end).filter(|_| end < PATH_CAPACITY);
-        let dst = dst.ok_or(Errno::E2BIG)?;
+        let dst = dst.ok_or(Errno::ENAMETOOLONG)?;
         dst.copy_from_slice(bytes);
         self.len = end;
         if let Some(nul) = self.buf.get_mut(end) {
@@ -117,7 +117,7 @@ mod tests {
         assert_eq!(p.as_c_str().to_bytes(), p.as_bytes());
         assert_eq!(FixedPath::new(b"a\0b").err(), Some(Errno::EINVAL));
         let long = [b'a'; PATH_CAPACITY];
-        assert_eq!(FixedPath::new(&long).err(), Some(Errno::E2BIG));
+        assert_eq!(FixedPath::new(&long).err(), Some(Errno::ENAMETOOLONG));
         assert!(FixedPath::new(&long[..PATH_CAPACITY - 1]).is_ok());
     }
 }

@@ -164,7 +164,7 @@ impl KfdDevice for LinuxPlatform {
         }
         let mut name: heapless::String<32> = heapless::String::new();
         core::fmt::write(&mut name, format_args!("/dev/dri/renderD{minor}"))
-            .map_err(|_| Errno::E2BIG)?;
+            .map_err(|_| Errno::ENAMETOOLONG)?;
         let path = FixedPath::new(name.as_bytes())?;
         let fd = rustix::fs::open(path.as_c_str(), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
             .map_err(from_rustix)?;

@@ -1,6 +1,13 @@
 //! The KFD topology tree read with plain syscalls: one open + read-to-EOF + close per file into
 //! the caller's buffer, and directory listing through a stack buffer. No allocation.
 //!
+//! Only regular files are read: every file is opened with `O_NONBLOCK` (so a FIFO put where
+//! an attribute should be cannot block the open or the read) and checked with `fstat` before
+//! it is read (sysfs attributes are regular files). A directory there is `EISDIR`; a FIFO,
+//! socket or device node is `EINVAL`, as `read(2)` reports an object unsuitable for reading.
+//! Directory entries are node and entry numbers only in the kernel's own spelling (`%d`: no
+//! sign, no leading zero), so `nodes/01` is not taken for node 1.
+//!
 //! Files are opened relative to a descriptor of the tree's root (`openat`), so the kernel walks
 //! only the components below the root for each of the thousands of files of a large tree. The
 //! entry files of one directory (`nodes/N/io_links/*/properties`, …) are opened relative to a
@@ -58,8 +65,9 @@ impl SysfsTree {
     /// A tree rooted at `root` (for example a copy of a real machine's tree).
     ///
     /// # Errors
-    /// `ENAMETOOLONG`-like [`Errno::E2BIG`] when the path does not fit the fixed path buffer,
-    /// `EINVAL` when it contains a NUL byte.
+    /// [`Errno::ENAMETOOLONG`] when the path does not fit the fixed path buffer
+    /// ([`PATH_CAPACITY`](crate::path::PATH_CAPACITY) bytes with the NUL), `EINVAL` when it
+    /// contains a NUL byte.
     pub fn at(root: &[u8]) -> Result<Self, Errno> {
         let root = FixedPath::new(root)?;
         Ok(Self { dir: open_root(&root), root, entries: spin::Mutex::new(None) })
@@ -104,6 +112,7 @@ impl SysfsTree {
         if self.dir.is_some() { FixedPath::default() } else { self.root.clone() }
     }
 
+    /// Opens `path` (relative to the root's descriptor when there is one).
     fn open(&self, path: &FixedPath, flags: OFlags) -> Result<OwnedFd, Errno> {
         loop {
             let r = match &self.dir {
@@ -155,12 +164,7 @@ impl SysfsTree {
         };
         let name = EntryName::new(index);
         let opened = loop {
-            match rustix::fs::openat(
-                dir.fd.as_fd(),
-                name.as_c_str(),
-                OFlags::RDONLY | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
+            match rustix::fs::openat(dir.fd.as_fd(), name.as_c_str(), FILE_FLAGS, Mode::empty()) {
                 Err(rustix::io::Errno::INTR) => {}
                 r => break r.map_err(from_rustix),
             }
@@ -206,22 +210,38 @@ impl EntryName {
     }
 }
 
+/// How files of the tree are opened: read-only, without blocking (a FIFO's open and read
+/// return at once), close-on-exec.
+const FILE_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
+
+/// Accepts `fd` only when it is a regular file: `EISDIR` for a directory, `EINVAL` for a FIFO,
+/// socket or device node (an object unsuitable for reading, as `read(2)` calls it).
+fn regular_file(fd: OwnedFd) -> Result<OwnedFd, Errno> {
+    let st = rustix::fs::fstat(&fd).map_err(from_rustix)?;
+    match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+        rustix::fs::FileType::RegularFile => Ok(fd),
+        rustix::fs::FileType::Directory => Err(Errno::EISDIR),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 impl hsakmt_core::platform::Sysfs for SysfsTree {
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
         let fd = match file {
             SysfsFile::EntryProperties { node, kind, index } if self.dir.is_some() => {
                 match self.open_entry(node, kind, index) {
                     Some(opened) => opened?,
-                    None => self.open(&self.file_path(file)?, OFlags::RDONLY)?,
+                    None => self.open(&self.file_path(file)?, FILE_FLAGS)?,
                 }
             }
             _ => {
                 if file == SysfsFile::GenerationId {
                     self.release_entries();
                 }
-                self.open(&self.file_path(file)?, OFlags::RDONLY)?
+                self.open(&self.file_path(file)?, FILE_FLAGS)?
             }
         };
+        let fd = regular_file(fd)?;
         let mut filled = 0;
         while let Some(rest) = buf.get_mut(filled..) {
             if rest.is_empty() {
@@ -246,7 +266,7 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
 
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
         let path = self.dir_path(dir)?;
-        let fd = match self.open(&path, OFlags::RDONLY | OFlags::DIRECTORY) {
+        let fd = match self.open(&path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(0),
             Err(e) => return Err(e),
@@ -257,9 +277,7 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
         while let Some(entry) = entries.next() {
             let entry = entry.map_err(from_rustix)?;
             if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
-                if let Some(slot) = out.get_mut(total) {
-                    *slot = n;
-                }
+                keep_smallest(out, total, n);
                 total += 1;
             }
         }
@@ -267,9 +285,25 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
     }
 }
 
-/// A directory name made only of decimal digits that fits a `u32` (sysfs prints `"%d"`).
+/// Stores `n`, the `seen`th number listed, so that `out` holds the smallest numbers listed so
+/// far: appended while there is room, else in place of the largest kept when smaller (a tree
+/// beyond the listing's capacity is read from its lowest numbers, whatever the directory's
+/// order).
+fn keep_smallest(out: &mut [u32], seen: usize, n: u32) {
+    if let Some(slot) = out.get_mut(seen) {
+        *slot = n;
+        return;
+    }
+    let largest = out.iter_mut().max_by_key(|v| **v);
+    if let Some(largest) = largest.filter(|v| **v > n) {
+        *largest = n;
+    }
+}
+
+/// A directory name made only of decimal digits that fits a `u32`, spelled as sysfs prints
+/// `"%d"`: no leading zero (`01` is not entry 1).
 fn parse_decimal(name: &[u8]) -> Option<u32> {
-    if name.is_empty() || name.len() > 10 {
+    if name.is_empty() || name.len() > 10 || (name.len() > 1 && name.first() == Some(&b'0')) {
         return None;
     }
     let mut v: u32 = 0;
@@ -294,6 +328,9 @@ mod tests {
         assert_eq!(parse_decimal(b"."), None);
         assert_eq!(parse_decimal(b"1a"), None);
         assert_eq!(parse_decimal(b""), None);
+        assert_eq!(parse_decimal(b"01"), None, "a phantom of node 1");
+        assert_eq!(parse_decimal(b"00"), None);
+        assert_eq!(parse_decimal(b"+1"), None);
     }
 
     #[test]
@@ -327,6 +364,7 @@ mod tests {
         assert_eq!(got, [0, 1, 10]);
         let mut one = [0u32; 1];
         assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut one).unwrap(), 3);
+        assert_eq!(one, [0], "the smallest number is kept when the listing overflows");
         let missing = SysfsDir::Entries { node: 0, kind: EntryKind::Cache };
         assert_eq!(tree.list_dir(missing, &mut ids).unwrap(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -370,6 +408,65 @@ mod tests {
         write("nodes/1/io_links/0/properties", "type 3\n");
         assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 3\n");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A FIFO, a directory, a device node or a symlink loop where a file should be: a typed
+    /// errno at once, never a blocked open or read.
+    #[test]
+    fn only_regular_files_are_read() {
+        use rustix::fs::{CWD, FileType, mknodat};
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-kinds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("nodes/0/caches/0")).unwrap();
+        std::fs::create_dir_all(dir.join("nodes/1/properties")).unwrap();
+        let fifo = |path: std::path::PathBuf| {
+            mknodat(CWD, &path, FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
+        };
+        fifo(dir.join("generation_id"));
+        fifo(dir.join("nodes/0/properties"));
+        fifo(dir.join("nodes/0/caches/0/properties"));
+        std::os::unix::fs::symlink("gpu_id", dir.join("nodes/0/gpu_id")).unwrap();
+        std::fs::write(dir.join("system_properties"), "platform_oem 0\n").unwrap();
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let mut buf = [0u8; 64];
+        let cache = SysfsFile::EntryProperties { node: 0, kind: EntryKind::Cache, index: 0 };
+        for file in [SysfsFile::GenerationId, SysfsFile::NodeProperties(0), cache, cache] {
+            assert_eq!(tree.read_file(file, &mut buf), Err(Errno::EINVAL), "{file:?}");
+        }
+        assert_eq!(tree.read_file(SysfsFile::NodeProperties(1), &mut buf), Err(Errno::EISDIR));
+        assert_eq!(tree.read_file(SysfsFile::GpuId(0), &mut buf), Err(Errno::ELOOP));
+        assert_eq!(tree.read_file(SysfsFile::SystemProperties, &mut buf), Ok(15));
+        // A device node (creating one needs CAP_MKNOD: checked when the test may).
+        let null = dir.join("nodes/0/name");
+        if mknodat(
+            CWD,
+            &null,
+            FileType::CharacterDevice,
+            Mode::from_raw_mode(0o666),
+            rustix::fs::makedev(1, 3),
+        )
+        .is_ok()
+        {
+            assert_eq!(tree.read_file(SysfsFile::Name(0), &mut buf), Err(Errno::EINVAL));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_root_beyond_the_path_capacity_is_named_too_long() {
+        let long = [b'a'; crate::path::PATH_CAPACITY];
+        assert_eq!(SysfsTree::at(&long).err(), Some(Errno::ENAMETOOLONG));
+    }
+
+    #[test]
+    fn an_overflowing_listing_keeps_the_smallest_numbers() {
+        let mut out = [0u32; 3];
+        for (seen, n) in [9, 4, 7, 1, 8, 2].into_iter().enumerate() {
+            keep_smallest(&mut out, seen, n);
+        }
+        out.sort_unstable();
+        assert_eq!(out, [1, 2, 4]);
+        keep_smallest(&mut [], 0, 5);
     }
 
     #[test]

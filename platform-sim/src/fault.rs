@@ -34,17 +34,41 @@ pub struct IoctlFault {
     pub trigger: Trigger,
 }
 
+/// Which armed fault: the order of [`SimPlatform::inject`](crate::SimPlatform::inject) calls,
+/// from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FaultId(pub usize);
+
+/// What became of one injected fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultRecord {
+    /// The fault as armed.
+    pub fault: IoctlFault,
+    /// Matching calls it saw while armed (an `Nth` fault stops counting once it fired).
+    pub calls: u64,
+    /// How many times it fired.
+    pub fired: u64,
+}
+
 #[derive(Debug)]
 struct Armed {
     fault: IoctlFault,
     seen: u64,
     rng: u64,
+    id: FaultId,
+}
+
+/// Armed faults and the record of every fault ever armed.
+#[derive(Debug, Default)]
+struct State {
+    armed: Vec<Armed>,
+    log: Vec<FaultRecord>,
 }
 
 /// The injector and the per-ioctl call counters.
 #[derive(Debug)]
 pub(crate) struct Faults {
-    armed: Mutex<Vec<Armed>>,
+    armed: Mutex<State>,
     any_armed: std::sync::atomic::AtomicBool,
     calls: [AtomicU64; 64],
     injected: AtomicU64,
@@ -53,26 +77,38 @@ pub(crate) struct Faults {
 impl Faults {
     pub(crate) fn new() -> Self {
         Self {
-            armed: Mutex::new(Vec::new()),
+            armed: Mutex::new(State::default()),
             any_armed: std::sync::atomic::AtomicBool::new(false),
             calls: [const { AtomicU64::new(0) }; 64],
             injected: AtomicU64::new(0),
         }
     }
 
-    pub(crate) fn arm(&self, fault: IoctlFault) {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.armed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn arm(&self, fault: IoctlFault) -> FaultId {
         let rng = match fault.trigger {
             Trigger::Probability { seed, .. } => seed | 1,
             _ => 1,
         };
-        let mut armed = self.armed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        armed.push(Armed { fault, seen: 0, rng });
+        let mut s = self.state();
+        let id = FaultId(s.log.len());
+        s.log.push(FaultRecord { fault, calls: 0, fired: 0 });
+        s.armed.push(Armed { fault, seen: 0, rng, id });
         self.any_armed.store(true, Ordering::Release);
+        id
     }
 
     pub(crate) fn clear(&self) {
-        self.armed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.state().armed.clear();
         self.any_armed.store(false, Ordering::Release);
+    }
+
+    /// What became of fault `id`.
+    pub(crate) fn record(&self, id: FaultId) -> Option<FaultRecord> {
+        self.state().log.get(id.0).copied()
     }
 
     /// Counts a call of ioctl `nr` and says whether it must fail.
@@ -83,7 +119,8 @@ impl Faults {
         if !self.any_armed.load(Ordering::Acquire) {
             return None;
         }
-        let mut armed = self.armed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut s = self.state();
+        let State { armed, log } = &mut *s;
         let mut fired = None;
         armed.retain_mut(|a| {
             if fired.is_some() || a.fault.nr.is_some_and(|n| n != nr) {
@@ -104,6 +141,10 @@ impl Faults {
             };
             if fire {
                 fired = Some(a.fault.errno);
+            }
+            if let Some(r) = log.get_mut(a.id.0) {
+                r.calls = a.seen;
+                r.fired += u64::from(fire);
             }
             keep
         });
@@ -136,12 +177,19 @@ mod tests {
     #[test]
     fn triggers() {
         let f = Faults::new();
-        f.arm(IoctlFault { nr: Some(0x16), errno: Errno::ENOMEM, trigger: Trigger::Nth(2) });
+        let second =
+            f.arm(IoctlFault { nr: Some(0x16), errno: Errno::ENOMEM, trigger: Trigger::Nth(2) });
+        let never =
+            f.arm(IoctlFault { nr: Some(0x20), errno: Errno::EIO, trigger: Trigger::Nth(1) });
         assert_eq!(f.on_ioctl(0x16), None);
+        assert_eq!(f.record(second).map(|r| (r.calls, r.fired)), Some((1, 0)));
         assert_eq!(f.on_ioctl(0x17), None);
         assert_eq!(f.on_ioctl(0x16), Some(Errno::ENOMEM));
         assert_eq!(f.on_ioctl(0x16), None);
         assert_eq!(f.calls(0x16), 3);
+        assert_eq!(f.record(second).map(|r| (r.calls, r.fired)), Some((2, 1)));
+        assert_eq!(f.record(never).map(|r| (r.calls, r.fired)), Some((0, 0)));
+        assert_eq!(f.record(FaultId(9)), None);
         f.arm(IoctlFault { nr: None, errno: Errno::EINTR, trigger: Trigger::Always });
         assert_eq!(f.on_ioctl(1), Some(Errno::EINTR));
         f.clear();

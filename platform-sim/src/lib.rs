@@ -13,7 +13,11 @@
 //! shaders) and SDMA packets (copies, fills, fences, traps, memory polls) on the process's
 //! memory, completes signals and raises events; faults put the queue into error with the
 //! kernel's exception code ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread;
-//! [`CpMode::Step`] runs queues only in [`SimPlatform::run_until_idle`], deterministically.
+//! [`CpMode::Step`] runs queues only in [`SimPlatform::run_until_idle`], deterministically;
+//! [`CpMode::OnWait`] also runs them when the process waits in `AMDKFD_IOC_WAIT_EVENTS`, so a
+//! program that waits for its work issues the same ioctls on every run (what makes injected
+//! faults reproducible: [`SimPlatform::inject`] arms one, [`SimPlatform::fault_record`] says
+//! whether it fired).
 //!
 //! The same command processor also runs the host-CPU driver, [`HostDriver`]: a
 //! [`Driver`](hsakmt_core::driver::Driver) whose CPU agents execute AQL queues on host threads
@@ -40,7 +44,7 @@ use hsakmt_core::error::Errno;
 use hsakmt_core::event::{FaultFlags, MemoryError, MemoryFault, ResetCause, ResetType};
 use hsakmt_core::topology::{READ_BUFFER, Topology};
 
-pub use fault::{IoctlFault, Trigger};
+pub use fault::{FaultId, FaultRecord, IoctlFault, Trigger};
 pub use gpu::kernel::{KERNEL_OBJECT_BASE, KernelCtx, KernelFault, KernelRegistry};
 pub use gpu::pm4::{
     PM4_ACQUIRE_MEM, PM4_DISPATCH_DIRECT, PM4_EVENT_WRITE, PM4_INDIRECT_BUFFER, PM4_NOP,
@@ -297,9 +301,15 @@ impl SimPlatform {
         self.kfd.gpus.iter().map(|g| g.gpu_id).collect()
     }
 
-    /// Arms an ioctl fault.
-    pub fn inject(&self, fault: IoctlFault) {
-        self.kfd.faults.arm(fault);
+    /// Arms an ioctl fault; [`SimPlatform::fault_record`] later says what became of it.
+    pub fn inject(&self, fault: IoctlFault) -> FaultId {
+        self.kfd.faults.arm(fault)
+    }
+
+    /// The calls fault `id` saw and how often it fired (kept after it fired or was cleared).
+    #[must_use]
+    pub fn fault_record(&self, id: FaultId) -> Option<FaultRecord> {
+        self.kfd.faults.record(id)
     }
 
     /// Disarms every ioctl fault.

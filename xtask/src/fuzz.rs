@@ -26,6 +26,7 @@ pub(crate) const TARGETS: &[&str] = &[
     "sdma",
     "smi",
     "code_object",
+    "kernel_replies",
     "cp_pm4",
     "isa",
 ];

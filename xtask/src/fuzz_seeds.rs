@@ -48,7 +48,7 @@ impl Seed {
 }
 
 pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
-    let sets: [(&str, Seeds); 10] = [
+    let sets: [(&str, Seeds); 11] = [
         ("topology", topology()?),
         ("apertures", apertures()),
         ("event_data", event_data()),
@@ -58,6 +58,7 @@ pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
         ("smi", smi()),
         ("code_object", code_object()?),
         ("cp_pm4", cp_pm4()),
+        ("kernel_replies", kernel_replies()),
         ("isa", isa()),
     ];
     for (target, seeds) in sets {
@@ -504,6 +505,65 @@ fn cp_pm4() -> Seeds {
         .into_iter()
         .map(|(n, v)| (n.to_string(), v.iter().flat_map(|d| d.to_le_bytes()).collect()))
         .collect()
+}
+
+/// The `kernel_replies` target's input interleaves operations (even bytes: operation, then its
+/// argument) with the kernel's replies (odd bytes). A zero reply byte is an honest answer, so
+/// these seeds run every operation against an honest kernel, then against kernels whose replies
+/// are noise of increasing density.
+fn kernel_replies() -> Seeds {
+    // (operation, argument): allocations of every kind, maps, queues, events, waits, clocks,
+    // wave state, SVM attributes, available memory, dma-buf import and export, then releases.
+    const SCRIPT: [(u8, u8); 27] = [
+        (0, 0x00),
+        (0, 0x13),
+        (0, 0x20),
+        (0, 0xA0),
+        (1, 0),
+        (1, 1),
+        (4, 0),
+        (4, 1),
+        (6, 0),
+        (6, 1),
+        (6, 2),
+        (7, 0),
+        (8, 0),
+        (8, 3),
+        (10, 0),
+        (11, 0),
+        (12, 0),
+        (13, 0),
+        (14, 0),
+        (14, 1),
+        (15, 0),
+        (15, 1),
+        (2, 0),
+        (9, 0),
+        (5, 0),
+        (3, 0),
+        (3, 1),
+    ];
+    // Replies: zero (honest), or every `every`th byte from a fixed xorshift sequence.
+    let interleave = |every: usize| {
+        let mut x: u32 = 0x9E37_79B9;
+        let mut out = Vec::new();
+        for (i, &(op, arg)) in SCRIPT.iter().enumerate() {
+            for (j, b) in [op, arg].into_iter().enumerate() {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let lie = if every > 0 && (2 * i + j) % every == 0 { x as u8 } else { 0 };
+                out.extend([b, lie]);
+            }
+        }
+        out
+    };
+    vec![
+        ("honest".to_string(), interleave(0)),
+        ("lies-sparse".to_string(), interleave(7)),
+        ("lies-dense".to_string(), interleave(2)),
+        ("lies-everywhere".to_string(), interleave(1)),
+    ]
 }
 
 /// The `code_object` target's input: whole code objects (one per kernel set, code object

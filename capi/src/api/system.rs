@@ -142,10 +142,18 @@ pub unsafe extern "C" fn hsaKmtGetTileConfig(
         };
         tile.fill(0);
         macro_tile.fill(0);
+        let room = (tile.len() as u64, macro_tile.len() as u64);
         let mut args = kfd_ioctl_get_tile_config_args { gpu_id, ..Default::default() };
         let mut request = Ioctl::GetTileConfig { args: &mut args, tile_config: tile, macro_tile_config: macro_tile };
         if let Err(e) = k.ioctl(&mut request) {
             device_status("hsaKmtGetTileConfig", &e);
+            return HSAKMT_STATUS_ERROR;
+        }
+        // amdkfd fills at most the entries asked for and says how many; a larger count would
+        // send the caller past the end of its arrays.
+        if u64::from(args.num_tile_configs) > room.0
+            || u64::from(args.num_macro_tile_configs) > room.1
+        {
             return HSAKMT_STATUS_ERROR;
         }
         c.NumTileConfigs = args.num_tile_configs;

@@ -12,6 +12,8 @@ mod topology;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use crate::output::Failure;
+
 pub(crate) use stats::Samples;
 
 /// Which benchmark group to run.
@@ -42,9 +44,28 @@ pub(crate) struct BenchArgs {
     /// Print `{"results": [...]}` instead of a table.
     #[arg(long)]
     json: bool,
-    /// Scale the iteration counts (0.1 for a quick look, 10 for steadier figures).
-    #[arg(long, default_value_t = 1.0)]
+    /// Scale the iteration counts (0.1 for a quick look, 10 for steadier figures); from 0.001
+    /// to 100.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     scale: f64,
+}
+
+/// The smallest `--scale`: every benchmark still takes its minimum of samples.
+const SCALE_MIN: f64 = 0.001;
+/// The largest `--scale`: a hundred times the default counts (minutes per group).
+const SCALE_MAX: f64 = 100.0;
+
+/// Parses `--scale`: a finite number from [`SCALE_MIN`] to [`SCALE_MAX`].
+fn parse_scale(text: &str) -> Result<f64, String> {
+    let range = format!("a number from {SCALE_MIN} to {SCALE_MAX}");
+    let v: f64 = text.trim().parse().map_err(|_| format!("not a number; give {range}"))?;
+    if !v.is_finite() {
+        return Err(format!("{v} is not finite; give {range}"));
+    }
+    if !(SCALE_MIN..=SCALE_MAX).contains(&v) {
+        return Err(format!("{v} is outside the range; give {range}"));
+    }
+    Ok(v)
 }
 
 /// One benchmark figure.
@@ -100,7 +121,7 @@ impl Row {
     }
 }
 
-pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
+pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
     let groups = if args.groups.is_empty() {
         let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue];
         if cfg!(feature = "capi-bench") {
@@ -121,23 +142,23 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
             Group::Capi => rows.extend(capi::run(args.scale)?),
             #[cfg(not(feature = "capi-bench"))]
             Group::Capi => {
-                return Err("this hsakmt was built without the C library (feature `capi-bench`); \
-                            run `cargo xtask bench capi`"
-                    .to_owned());
+                return Err(Failure::from(
+                    "this hsakmt was built without the C library (feature `capi-bench`); run \
+                     `cargo xtask bench capi`",
+                ));
             }
         }
     }
     if args.json {
         let doc = serde_json::json!({ "results": rows });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        crate::output::emit(&format!("{text}\n"));
+        crate::output::emit(&format!("{text}\n"))
     } else {
-        print_table(&rows);
+        print_table(&rows)
     }
-    Ok(())
 }
 
-fn print_table(rows: &[Row]) {
+fn print_table(rows: &[Row]) -> Result<(), Failure> {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(
@@ -164,5 +185,40 @@ fn print_table(rows: &[Row]) {
             r.goal.as_deref().unwrap_or("")
         );
     }
-    crate::output::emit(&s);
+    crate::output::emit(&s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn scale_is_finite_positive_and_bounded() {
+        assert_eq!(parse_scale("0.1"), Ok(0.1));
+        assert_eq!(parse_scale("100"), Ok(100.0));
+        for (bad, why) in [
+            ("inf", "not finite"),
+            ("-inf", "not finite"),
+            ("nan", "not finite"),
+            ("1e6", "outside"),
+            ("0", "outside"),
+            ("-1", "outside"),
+            ("1e-9", "outside"),
+            ("x", "not a number"),
+            ("", "not a number"),
+        ] {
+            let e = parse_scale(bad).unwrap_err();
+            assert!(e.contains(why) && e.contains("from 0.001 to 100"), "{bad}: {e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_scale_text_is_in_range_or_refused(text in "\\PC*|[-+0-9.eEinfa]{0,12}") {
+            if let Ok(v) = parse_scale(&text) {
+                prop_assert!(v.is_finite() && (SCALE_MIN..=SCALE_MAX).contains(&v));
+            }
+        }
+    }
 }

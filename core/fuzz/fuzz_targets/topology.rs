@@ -89,7 +89,7 @@ impl Host for Env<'_> {
 
 fn check(result: Result<(), Error>) {
     match result {
-        Ok(()) | Err(Error::Capacity { .. } | Error::GfxOverride { .. }) => {}
+        Ok(()) | Err(Error::GfxOverride { .. }) => {}
         Err(e) => panic!("unexpected error {e:?}"),
     }
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the fuzz targets: a byte reader over the fuzz input and a heap-backed
 //! [`SharedMemory`] for the ring consumers.
 
+pub mod lying_kernel;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

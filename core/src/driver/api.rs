@@ -333,7 +333,7 @@ pub trait Driver: Send + Sync {
     /// Releases every resource (queues, memory, events) and closes the device.
     ///
     /// # Errors
-    /// A failure while tearing down.
+    /// The first failure while tearing down (every step is still attempted).
     fn shutdown(&self) -> Result<(), DriverError>;
 
     /// The interface version (KFD major, minor for the KFD driver).
@@ -474,7 +474,9 @@ pub trait Driver: Send + Sync {
     /// Destroys a queue (its resources may be reused by the next queue of the same shape).
     ///
     /// # Errors
-    /// [`DriverError::InvalidHandle`] or the device's failure.
+    /// [`DriverError::InvalidHandle`] or the device's failure; a failure to release what the
+    /// queue held (its signal, its ring) after the queue itself was destroyed is returned too,
+    /// and the queue is gone all the same.
     fn destroy_queue(&self, queue: QueueId) -> Result<(), DriverError>;
 
     /// Copies `bytes` from `src` to `dst` on `agent`'s DMA engine once every signal of `deps`

@@ -105,12 +105,16 @@ pub trait Sysfs {
     ///
     /// # Errors
     /// The errno of the failing open or read: `ENOENT` for a missing file, `EPERM` for a node
-    /// hidden by the caller's device cgroup.
+    /// hidden by the caller's device cgroup. A path that is not a regular file (sysfs
+    /// attributes are) is never read: `EISDIR` for a directory, `EINVAL` for anything else (a
+    /// FIFO, socket or device node), at once — never a blocking open or read.
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno>;
 
-    /// Lists the entries of `dir` whose names are decimal numbers, storing up to `out.len()` of
-    /// them (in no particular order) and returning how many such entries exist in total (which
-    /// may exceed `out.len()`). Non-numeric names are skipped. A missing directory yields 0.
+    /// Lists the entries of `dir` whose names are decimal numbers as sysfs spells them (no
+    /// sign, no leading zero: `01` is not entry 1), storing up to `out.len()` of them (in no
+    /// particular order; when there are more, the smallest ones) and returning how many such
+    /// entries exist in total (which may exceed `out.len()`). Other names are skipped. A
+    /// missing directory yields 0.
     ///
     /// # Errors
     /// The errno of a failing open or read of the directory, other than `ENOENT`.
@@ -152,6 +156,91 @@ impl<T: Host + ?Sized> Host for &T {
     }
 }
 
+/// What kind of file system object a path names, when it is not the one expected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A block device node.
+    BlockDevice,
+    /// A character device node.
+    CharDevice,
+    /// A FIFO (named pipe).
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A symbolic link.
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+impl FileKind {
+    /// `"a block device"`, `"a directory"`, …
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::Regular => "a regular file",
+            Self::Directory => "a directory",
+            Self::BlockDevice => "a block device",
+            Self::CharDevice => "a character device",
+            Self::Fifo => "a FIFO",
+            Self::Socket => "a socket",
+            Self::Symlink => "a symbolic link",
+            Self::Other => "not a device node",
+        }
+    }
+}
+
+/// What a person denied access to a device node can do about it, from the node's owning group
+/// and mode. Joining a group helps only when the group is not `root` and the mode grants the
+/// group read and write; otherwise the node itself must change (a udev rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AccessAdvice<'a> {
+    /// Group id owning the node, when it could be read.
+    pub gid: Option<u32>,
+    /// That group's name, when it could be resolved.
+    pub group: Option<&'a str>,
+    /// The node's permission bits (`st_mode & 0o7777`), when they could be read.
+    pub mode: Option<u32>,
+}
+
+/// The group bits read and write.
+const GROUP_RW: u32 = 0o060;
+
+impl fmt::Display for AccessAdvice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let udev = "give the node to the `render` group with mode 0660 (a udev rule with \
+                    GROUP=\"render\", MODE=\"0660\"), then join that group";
+        let root = self.gid == Some(0) || self.group == Some("root");
+        match (self.mode, self.group, self.gid) {
+            (Some(mode), ..) if mode & GROUP_RW != GROUP_RW => write!(
+                f,
+                "its mode {mode:04o} gives its group no read-write access, so joining a group \
+                 would not help: {udev}"
+            ),
+            _ if root => write!(f, "it belongs to group root, which no user should join: {udev}"),
+            (_, Some(g), _) => write!(
+                f,
+                "it belongs to group '{g}'; add your user to it (sudo usermod -aG {g} $USER) \
+                 and log in again"
+            ),
+            (_, None, Some(gid)) => write!(
+                f,
+                "it belongs to group id {gid}; add your user to that group and log in again"
+            ),
+            (_, None, None) => f.write_str(
+                "add your user to the group that owns it (usually 'render' or 'video') and log \
+                 in again",
+            ),
+        }
+    }
+}
+
 /// Why `/dev/kfd` could not be opened, in terms a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -159,12 +248,19 @@ pub enum OpenError {
     /// The device node does not exist: the amdgpu driver is not loaded, or was built without
     /// KFD (HSA) support, or the container does not expose `/dev/kfd`.
     NotPresent,
+    /// The device node exists but no driver is bound to it (`ENXIO` or `ENODEV` from `open`):
+    /// a stale node, or amdgpu not loaded or failed to initialise.
+    NoDriver(Errno),
+    /// The path exists but is not a character device.
+    NotCharDevice(FileKind),
     /// The caller may not open the device node.
     PermissionDenied {
         /// Group id owning the device node, when it could be read.
         gid: Option<u32>,
         /// That group's name (`render` on most distributions), when it could be resolved.
         group: Option<heapless::String<32>>,
+        /// The node's permission bits, when they could be read.
+        mode: Option<u32>,
     },
     /// The node opened, but it is not an amdkfd device (`AMDKFD_IOC_GET_VERSION` failed with
     /// `ENOTTY`).
@@ -180,20 +276,22 @@ impl fmt::Display for OpenError {
                 "/dev/kfd does not exist: load the amdgpu kernel driver (with HSA/KFD support), \
                  or expose /dev/kfd and /dev/dri to this container",
             ),
-            Self::PermissionDenied { group: Some(g), .. } => write!(
+            Self::NoDriver(e) => write!(
                 f,
-                "permission denied opening /dev/kfd: it belongs to group '{g}'; \
-                 add your user to it (sudo usermod -aG {g} $USER) and log in again"
+                "/dev/kfd exists but no driver is bound to it ({}): load the amdgpu kernel \
+                 driver (sudo modprobe amdgpu) and check `dmesg` for why it did not start",
+                e.name().unwrap_or("no device")
             ),
-            Self::PermissionDenied { gid: Some(gid), group: None } => write!(
+            Self::NotCharDevice(kind) => write!(
                 f,
-                "permission denied opening /dev/kfd: it belongs to group id {gid}; \
-                 add your user to that group and log in again"
+                "/dev/kfd is {}, not the amdkfd character device: remove it and reload amdgpu \
+                 so udev creates the real node",
+                kind.describe()
             ),
-            Self::PermissionDenied { gid: None, group: None } => f.write_str(
-                "permission denied opening /dev/kfd: add your user to the group that owns it \
-                 (usually 'render' or 'video') and log in again",
-            ),
+            Self::PermissionDenied { gid, group, mode } => {
+                let advice = AccessAdvice { gid: *gid, group: group.as_deref(), mode: *mode };
+                write!(f, "permission denied opening /dev/kfd: {advice}")
+            }
             Self::NotKfd => {
                 f.write_str("/dev/kfd is not an amdkfd device (GET_VERSION failed with ENOTTY)")
             }
@@ -205,7 +303,9 @@ impl fmt::Display for OpenError {
 impl Error for OpenError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::NotPresent | Self::NotKfd => ErrorKind::NoDevice,
+            Self::NotPresent | Self::NoDriver(_) | Self::NotCharDevice(_) | Self::NotKfd => {
+                ErrorKind::NoDevice
+            }
             Self::PermissionDenied { .. } => ErrorKind::PermissionDenied,
             Self::Os(e) => e.kind(),
         }
@@ -218,3 +318,41 @@ impl core::error::Error for OpenError {}
 pub trait Platform: Sysfs + Host + KfdDevice + Send + Sync {}
 
 impl<T: Sysfs + Host + KfdDevice + Send + Sync> Platform for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    fn denied(gid: u32, group: &str, mode: u32) -> std::string::String {
+        let mut g = heapless::String::new();
+        let _ = g.push_str(group);
+        OpenError::PermissionDenied { gid: Some(gid), group: Some(g), mode: Some(mode) }.to_string()
+    }
+
+    #[test]
+    fn access_advice_never_says_join_root_or_a_powerless_group() {
+        let render = denied(110, "render", 0o660);
+        assert!(render.contains("sudo usermod -aG render $USER"), "{render}");
+        // Mode 000 owned by root:root: neither joining root nor any group helps.
+        let locked = denied(0, "root", 0o000);
+        assert!(!locked.contains("usermod"), "{locked}");
+        assert!(locked.contains("mode 0000") && locked.contains("udev rule"), "{locked}");
+        let root = denied(0, "root", 0o660);
+        assert!(!root.contains("usermod") && root.contains("group root"), "{root}");
+        let video = denied(44, "video", 0o600);
+        assert!(!video.contains("usermod") && video.contains("mode 0600"), "{video}");
+        let unknown = AccessAdvice { gid: None, group: None, mode: None }.to_string();
+        assert!(unknown.contains("render"), "{unknown}");
+    }
+
+    #[test]
+    fn a_node_without_driver_is_not_called_missing() {
+        let text = OpenError::NoDriver(Errno::ENXIO).to_string();
+        assert!(text.contains("exists but no driver is bound") && text.contains("ENXIO"), "{text}");
+        assert!(!text.contains("does not exist"), "{text}");
+        let text = OpenError::NotCharDevice(FileKind::BlockDevice).to_string();
+        assert!(text.contains("is a block device"), "{text}");
+        assert_eq!(OpenError::NoDriver(Errno::ENODEV).kind(), ErrorKind::NoDevice);
+    }
+}

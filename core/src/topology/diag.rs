@@ -3,6 +3,7 @@
 
 use core::fmt;
 
+use super::Table;
 use super::keys::{KeyId, NodeKey};
 use super::node::{Owner, UNKNOWN_KEY_NAME_CAPACITY, UnknownKey};
 use crate::error::Errno;
@@ -18,13 +19,38 @@ pub enum Location {
     Dir(SysfsDir),
 }
 
+/// Why a value is not a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ValueProblem {
+    /// Nothing follows the key (or the file is blank).
+    Missing,
+    /// Something other than decimal digits.
+    NotDecimal,
+    /// A decimal number beyond 64 bits.
+    Overflow,
+}
+
+impl ValueProblem {
+    /// The words for it, after the thing it is about.
+    const fn words(self) -> &'static str {
+        match self {
+            Self::Missing => "has no value",
+            Self::NotDecimal => "is not a decimal number",
+            Self::Overflow => "does not fit 64 bits",
+        }
+    }
+}
+
 /// What is wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum WarningKind {
     /// The file does not exist (`ENOENT`); its values are reported absent.
     MissingFile,
-    /// Reading the file failed with this errno; its values are reported absent.
+    /// Reading the file failed with this errno; its values are reported absent. A platform
+    /// reports a path that is not a regular file as `EISDIR` (a directory) or `EINVAL` (a FIFO,
+    /// socket or device node: unsuitable for reading), see [`Sysfs`](crate::platform::Sysfs).
     ReadFailed(Errno),
     /// Listing the directory failed with this errno; it is treated as empty.
     ListFailed(Errno),
@@ -43,6 +69,14 @@ pub enum WarningKind {
         line: u32,
         /// The key, when it is a known one.
         key: Option<KeyId>,
+        /// What is wrong with the value.
+        problem: ValueProblem,
+    },
+    /// A one-number file (`generation_id`, `gpu_id`) does not hold a `%u` number; its value
+    /// is reported absent.
+    MalformedNumber {
+        /// What is wrong (a number beyond 32 bits is [`ValueProblem::Overflow`]).
+        problem: ValueProblem,
     },
     /// A `%u` key's value exceeds 32 bits; the key is reported absent.
     ValueOutOfRange {
@@ -116,6 +150,41 @@ pub enum WarningKind {
         /// The value found.
         node_to: u32,
     },
+    /// A link's `node_to` is the node whose directory holds it: a link from a node to itself.
+    SelfLink,
+    /// A link's `type` is none of the kernel's `CRAT_IOLINK_TYPE_*` values.
+    UnknownLinkType {
+        /// The value found.
+        value: u32,
+    },
+    /// Two nodes report the same `gpu_id`; the library reaches a GPU by its `gpu_id`, so the
+    /// later node cannot be told apart.
+    DuplicateGpuId {
+        /// The `gpu_id`.
+        gpu_id: u32,
+        /// The sysfs id of the first node with it.
+        first_node: u32,
+    },
+    /// A GPU node's `gpu_id` is 0, the value of CPU nodes: the GPU cannot be reached.
+    GpuIdZero,
+    /// `gfx_target_version` does not decode to a gfx version (`MMmmss` with a major version
+    /// of at most 63); the gfx version comes from the device-id table, if at all.
+    ImpossibleGfxVersion {
+        /// The value found.
+        value: u64,
+    },
+    /// The node name is not UTF-8; reports show the bad bytes replaced.
+    NameNotUtf8,
+    /// A table of the snapshot was full: the tree was read as far as the capacity allows and
+    /// what did not fit was left out (the lowest-numbered entries are kept).
+    Truncated {
+        /// Which table.
+        table: Table,
+        /// Its capacity.
+        capacity: u32,
+        /// How many entries (nodes, banks, caches, links, or listed directories) were left out.
+        left_out: u32,
+    },
 }
 
 /// One inconsistency in the tree.
@@ -157,16 +226,34 @@ impl fmt::Display for WarningKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::MissingFile => f.write_str("missing"),
+            Self::ReadFailed(e @ Errno::EINVAL) => write!(
+                f,
+                "read failed: not a regular file (a FIFO, socket or device node?): {}",
+                e.name().unwrap_or("EINVAL")
+            ),
             Self::ReadFailed(e) => write!(f, "read failed: {e}"),
             Self::ListFailed(e) => write!(f, "listing failed: {e}"),
             Self::EmptyFile => f.write_str("empty file"),
             Self::MaybeTruncated => f.write_str("filled the read buffer; may be truncated"),
             Self::MalformedLine { line } => write!(f, "line {line}: not `key value`"),
-            Self::MalformedValue { line, key: Some(k) } => {
-                write!(f, "line {line}: `{k}` has no decimal value")
+            Self::MalformedValue { line, key: Some(k), problem } => {
+                write!(f, "line {line}: `{k}` {}", problem.words())
             }
-            Self::MalformedValue { line, key: None } => {
-                write!(f, "line {line}: unknown key without a decimal value")
+            Self::MalformedValue { line, key: None, problem } => {
+                write!(
+                    f,
+                    "line {line}: the value of a key this library does not know {}",
+                    problem.words()
+                )
+            }
+            Self::MalformedNumber { problem: ValueProblem::Missing } => {
+                f.write_str("holds no number")
+            }
+            Self::MalformedNumber { problem: ValueProblem::NotDecimal } => {
+                f.write_str("is not a decimal number")
+            }
+            Self::MalformedNumber { problem: ValueProblem::Overflow } => {
+                f.write_str("does not fit 32 bits")
             }
             Self::ValueOutOfRange { line, key, value } => {
                 write!(f, "line {line}: `{key}` = {value} exceeds 32 bits")
@@ -194,6 +281,21 @@ impl fmt::Display for WarningKind {
                 write!(f, "node_from {node_from} is not this node")
             }
             Self::LinkTargetMissing { node_to } => write!(f, "node_to {node_to} is no node"),
+            Self::SelfLink => f.write_str("links the node to itself"),
+            Self::UnknownLinkType { value } => write!(f, "link type {value} is not a known type"),
+            Self::DuplicateGpuId { gpu_id, first_node } => {
+                write!(f, "gpu_id {gpu_id} is also node {first_node}'s")
+            }
+            Self::GpuIdZero => f.write_str("a GPU with gpu_id 0 cannot be reached"),
+            Self::ImpossibleGfxVersion { value } => {
+                write!(f, "gfx_target_version {value} is no gfx version")
+            }
+            Self::NameNotUtf8 => f.write_str("name is not UTF-8"),
+            Self::Truncated { table, capacity, left_out } => write!(
+                f,
+                "the `{}` table is full (capacity {capacity}): {left_out} left out",
+                table.name()
+            ),
         }
     }
 }

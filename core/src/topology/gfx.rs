@@ -15,6 +15,10 @@ pub struct GfxVersion {
     pub stepping: u8,
 }
 
+/// The largest gfx major version (the `HSA_OVERRIDE_GFX_VERSION` bound; six bits in ROCr's
+/// ISA names).
+pub const MAX_MAJOR: u8 = 63;
+
 impl GfxVersion {
     /// A version from its parts.
     #[must_use]
@@ -23,16 +27,18 @@ impl GfxVersion {
     }
 
     /// Decodes the kernel's decimal `MMmmss` `gfx_target_version` as libhsakmt does
-    /// (`major = v / 10000 % 100`, `minor = v / 100 % 100`, `stepping = v % 100`).
-    /// `0` (CPU nodes) yields `None`.
+    /// (`major = v / 10000`, `minor = v / 100 % 100`, `stepping = v % 100`).
+    /// `0` (CPU nodes) yields `None`, and so does a value whose major is above
+    /// [`MAX_MAJOR`] (libhsakmt's `% 100` would wrap it into a version that does not exist).
     #[must_use]
     pub const fn from_target_version(v: u32) -> Option<Self> {
-        if v == 0 {
+        // 0 is "unknown"; a major above 63 is no gfx version (and would wrap below).
+        if v == 0 || v / 10_000 > MAX_MAJOR as u32 {
             return None;
         }
-        // Each part is < 100, so the casts are exact.
+        // The major is at most 63 (checked above), the others < 100: the casts are exact.
         Some(Self {
-            major: (v / 10_000 % 100) as u8,
+            major: (v / 10_000) as u8,
             minor: (v / 100 % 100) as u8,
             stepping: (v % 100) as u8,
         })
@@ -246,7 +252,9 @@ pub fn parse_override(text: &[u8]) -> Result<GfxVersion, OverrideError> {
     }
     let [major, minor, stepping] = parts;
     match (u8::try_from(major), u8::try_from(minor), u8::try_from(stepping)) {
-        (Ok(major @ 0..=63), Ok(minor), Ok(stepping)) => Ok(GfxVersion { major, minor, stepping }),
+        (Ok(major @ 0..=MAX_MAJOR), Ok(minor), Ok(stepping)) => {
+            Ok(GfxVersion { major, minor, stepping })
+        }
         _ => Err(OverrideError::OutOfRange),
     }
 }
@@ -288,6 +296,10 @@ mod tests {
             assert_eq!(g.target_version(), v);
         }
         assert_eq!(GfxVersion::from_target_version(0), None);
+        // A major above 63 is no version; libhsakmt's `% 100` would have made 12345678 gfx3456.
+        assert_eq!(GfxVersion::from_target_version(12_345_678), None);
+        assert_eq!(GfxVersion::from_target_version(640_000), None);
+        assert_eq!(GfxVersion::from_target_version(639_999), Some(GfxVersion::new(63, 99, 99)));
         assert_eq!(GfxVersion::new(9, 4, 2).full(), 0x090402);
     }
 

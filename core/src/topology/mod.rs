@@ -97,6 +97,7 @@ mod parse;
 mod refresh;
 mod snapshot;
 mod storage;
+mod validate;
 mod visibility;
 
 #[cfg(test)]
@@ -107,9 +108,9 @@ mod tests;
 use core::fmt;
 
 pub use derive::AmdName;
-pub use diag::{Location, Warning, WarningKind};
+pub use diag::{Location, ValueProblem, Warning, WarningKind};
 pub use gfx::{
-    DeviceGfx, GfxSource, GfxVersion, OVERRIDE_MAX_LEN, OverrideError, SGPR_SIZE_PER_CU,
+    DeviceGfx, GfxSource, GfxVersion, MAX_MAJOR, OVERRIDE_MAX_LEN, OverrideError, SGPR_SIZE_PER_CU,
     lookup_device, parse_override, resolve as resolve_gfx, vgpr_size_per_cu,
 };
 pub use keys::{
@@ -151,6 +152,10 @@ pub enum Table {
 }
 
 impl Table {
+    /// Every table, in declaration order.
+    pub const ALL: [Table; 5] =
+        [Self::Nodes, Self::MemBanks, Self::Caches, Self::Links, Self::Listing];
+
     /// A short name: `nodes`, `mem_banks`, `caches`, `links`, `listing`.
     #[must_use]
     pub const fn name(self) -> &'static str {
@@ -174,13 +179,6 @@ pub enum Error {
         len: u32,
         /// Bytes needed.
         min: u32,
-    },
-    /// A table is full.
-    Capacity {
-        /// Which table.
-        table: Table,
-        /// Its capacity.
-        capacity: u32,
     },
     /// `nodes/` is missing or has no node: no KFD topology.
     NoNodes,
@@ -221,9 +219,6 @@ impl fmt::Display for Error {
             Self::BufferTooSmall { len, min } => {
                 write!(f, "read buffer of {len} bytes is below the minimum of {min}")
             }
-            Self::Capacity { table, capacity } => {
-                write!(f, "topology table `{}` is full (capacity {capacity})", table.name())
-            }
             Self::NoNodes => f.write_str("the topology has no nodes (no KFD, or nodes/ missing)"),
             Self::ListFailed { errno, .. } => write!(f, "listing nodes/ failed: {errno}"),
             Self::Inconsistent { attempts } => {
@@ -248,7 +243,6 @@ impl crate::error::Error for Error {
     fn kind(&self) -> ErrorKind {
         match self {
             Self::BufferTooSmall { .. } | Self::GfxOverride { .. } => ErrorKind::InvalidArgument,
-            Self::Capacity { .. } => ErrorKind::CapacityExhausted,
             Self::NoNodes => ErrorKind::NoDevice,
             Self::ListFailed { errno, .. } | Self::RenderNode { errno, .. } => errno.kind(),
             Self::Inconsistent { .. } => ErrorKind::Inconsistent,

@@ -8,14 +8,16 @@ use crate::error::Errno;
 use crate::platform::{EntryKind, Host, Sysfs, SysfsDir, SysfsFile};
 
 use super::derive::Graph;
-use super::diag::{Diagnostics, Location, UnknownKeys, WarningKind, entry_file};
+use super::diag::{Diagnostics, Location, UnknownKeys, ValueProblem, WarningKind, entry_file};
 use super::gfx::{self, GfxVersion, OVERRIDE_MAX_LEN, OverrideError};
 use super::keys::{CacheKey, KeySet, LinkKey, LinkProperties, NodeKey, OutOfRange, SystemKey};
 use super::node::{
-    Cache, Link, LinkOrigin, MemBank, NAME_CAPACITY, Node, Owner, SiblingMap, Span, SpanKind,
+    Cache, IoLinkType, Link, LinkOrigin, MemBank, NAME_CAPACITY, Node, Owner, SiblingMap, Span,
+    SpanKind,
 };
 use super::parse::{self, Item, Line, Lines, SIBLING_MAP_CAPACITY};
 use super::snapshot::{LISTING_CAPACITY, Topology};
+use super::validate::check_gfx_target_version;
 use super::{Error, Table};
 
 pub use crate::config::{GENERATION_RETRIES, MIN_READ_BUFFER, READ_BUFFER};
@@ -67,6 +69,8 @@ enum Outcome {
     Read,
     Denied,
     Missing,
+    /// The entry's table is full: it was not stored.
+    Full,
 }
 
 /// Outcome of reading one file.
@@ -160,9 +164,14 @@ fn parse_props<K: KeySet, const W: usize, const U: usize>(
         let Some(key) = K::lookup(line.key) else {
             match line.value {
                 Ok(v) => unknown.keep(owner, line.key, v),
-                Err(_) => {
-                    diag.file(file, WarningKind::MalformedValue { line: line.number, key: None });
-                }
+                Err(e) => diag.file(
+                    file,
+                    WarningKind::MalformedValue {
+                        line: line.number,
+                        key: None,
+                        problem: problem(e),
+                    },
+                ),
             }
             continue;
         };
@@ -177,9 +186,22 @@ fn parse_props<K: KeySet, const W: usize, const U: usize>(
                     WarningKind::ValueOutOfRange { line: line.number, key: key.id(), value: v }
                 }
             },
-            Err(_) => WarningKind::MalformedValue { line: line.number, key: Some(key.id()) },
+            Err(e) => WarningKind::MalformedValue {
+                line: line.number,
+                key: Some(key.id()),
+                problem: problem(e),
+            },
         };
         diag.file(file, kind);
+    }
+}
+
+/// The public words for a parser's complaint.
+const fn problem(e: parse::ValueError) -> ValueProblem {
+    match e {
+        parse::ValueError::Missing => ValueProblem::Missing,
+        parse::ValueError::NotDecimal => ValueProblem::NotDecimal,
+        parse::ValueError::Overflow => ValueProblem::Overflow,
     }
 }
 
@@ -287,14 +309,14 @@ impl<
     /// `generation_id` is read before and after; if it changed, the snapshot is retaken, up
     /// to [`GENERATION_RETRIES`] times. Missing files, malformed lines and disagreeing counts
     /// become [`warnings`](Self::warnings); a node whose files fail with `EPERM` is kept as
-    /// inaccessible. After the tree is read, the node gfx versions, the overrides and (when no
+    /// inaccessible. A tree beyond a table's capacity is read as far as the table holds (the
+    /// lowest-numbered nodes and entries), with a [`WarningKind::Truncated`] per full table. After the tree is read, the node gfx versions, the overrides and (when no
     /// node reports `p2p_links_count`) libhsakmt's CPU-mediated GPU links are computed.
     ///
     /// # Errors
     /// - [`Error::BufferTooSmall`]: `buf` is shorter than [`MIN_READ_BUFFER`].
     /// - [`Error::NoNodes`]: `nodes/` is missing or empty.
     /// - [`Error::ListFailed`]: listing `nodes/` failed.
-    /// - [`Error::Capacity`]: a table is full (the error names it and its capacity).
     /// - [`Error::Inconsistent`]: `generation_id` kept changing.
     /// - [`Error::GfxOverride`]: an override variable is malformed.
     ///
@@ -392,9 +414,9 @@ impl<
         };
         match parse::parse_single_u32(bytes) {
             Ok(v) => Some(v),
-            Err(_) => {
+            Err(e) => {
                 if report && !bytes.is_empty() {
-                    self.diag.file(file, WarningKind::MalformedValue { line: 1, key: None });
+                    self.diag.file(file, WarningKind::MalformedNumber { problem: problem(e) });
                 }
                 None
             }
@@ -434,21 +456,17 @@ impl<
         if total == 0 {
             return Err(Error::NoNodes);
         }
-        if total > LISTING_CAPACITY {
-            return Err(Error::Capacity {
-                table: Table::Listing,
-                capacity: LISTING_CAPACITY as u32,
-            });
-        }
-        let ids = self.listing.get_mut(..total).unwrap_or_default();
+        // Beyond the listing's capacity the platform kept the lowest numbers.
+        let listed = total.min(LISTING_CAPACITY);
+        self.leave_out(Table::Listing, total - listed);
+        let ids = self.listing.get_mut(..listed).unwrap_or_default();
         let n = sort_listing(ids, &mut self.diag, dir);
-        if n > NODES {
-            return Err(Error::Capacity { table: Table::Nodes, capacity: to_u32(NODES) });
-        }
         for &id in self.listing.get(..n).unwrap_or_default() {
-            self.nodes
-                .push(Node::new(id))
-                .map_err(|_| Error::Capacity { table: Table::Nodes, capacity: to_u32(NODES) })?;
+            if self.nodes.push(Node::new(id)).is_err() {
+                self.first_left_out_node = Some(id);
+                self.leave_out(Table::Nodes, n - NODES);
+                break;
+            }
         }
         for i in 0..self.nodes.len() {
             self.read_node(i, sysfs, buf, trust)?;
@@ -472,7 +490,9 @@ impl<
             Fetched::Data(b) => match parse::parse_single_u32(b) {
                 Ok(v) => node.gpu_id = Some(v),
                 Err(_) if b.is_empty() => {}
-                Err(_) => self.diag.file(file, WarningKind::MalformedValue { line: 1, key: None }),
+                Err(e) => {
+                    self.diag.file(file, WarningKind::MalformedNumber { problem: problem(e) })
+                }
             },
             Fetched::Denied => {
                 node.accessible = false;
@@ -486,7 +506,17 @@ impl<
         match fetch(sysfs, &mut self.diag, file, buf) {
             Fetched::Data(b) => {
                 let name = parse::name_of(b);
-                let len = name.len().min(NAME_CAPACITY);
+                let text = core::str::from_utf8(name);
+                if text.is_err() {
+                    self.diag.file(file, WarningKind::NameNotUtf8);
+                }
+                // A UTF-8 name is cut at a character boundary, so what is kept stays UTF-8.
+                let mut len = name.len().min(NAME_CAPACITY);
+                if let Ok(t) = text {
+                    while len > 0 && !t.is_char_boundary(len) {
+                        len -= 1;
+                    }
+                }
                 if name.len() > NAME_CAPACITY {
                     self.diag.file(file, WarningKind::NameTooLong { len: to_u32(name.len()) });
                 }
@@ -596,18 +626,16 @@ impl<
                 return Ok((span(start), None, false));
             }
         };
-        if total > LISTING_CAPACITY {
-            return Err(Error::Capacity {
-                table: Table::Listing,
-                capacity: LISTING_CAPACITY as u32,
-            });
-        }
+        // Beyond the listing's capacity the platform kept the lowest numbers.
+        let listed = total.min(LISTING_CAPACITY);
+        let beyond = total - listed;
+        self.leave_out(Table::Listing, beyond);
         let n = if trusted.is_some() {
-            total
+            listed
         } else {
-            sort_listing(self.listing.get_mut(..total).unwrap_or_default(), &mut self.diag, dir)
+            sort_listing(self.listing.get_mut(..listed).unwrap_or_default(), &mut self.diag, dir)
         };
-        let found = if trusted.is_some() { None } else { Some(to_u32(n)) };
+        let found = if trusted.is_some() { None } else { Some(to_u32(n + beyond)) };
 
         let mut k = 0usize;
         while k < n {
@@ -633,12 +661,28 @@ impl<
                     Err(_) => break,
                 }
             }
+            let first = k;
             k += count;
-            for read in reads.get(..count).unwrap_or_default() {
+            for (j, read) in reads.get(..count).unwrap_or_default().iter().enumerate() {
                 let file = entry_file(node, kind, read.index);
                 let window = buf.get(read.start..).unwrap_or_default();
                 let fetched = classify(&mut self.diag, file, read.result, MIN_READ_BUFFER, window);
-                let outcome = self.store_entry(node, kind, read.index, fetched)?;
+                let outcome = self.store_entry(node, kind, read.index, fetched);
+                if outcome == Outcome::Full {
+                    // Read as far as the table holds: this entry and the rest are left out.
+                    let table = match kind {
+                        EntryKind::MemBank => Table::MemBanks,
+                        EntryKind::Cache => Table::Caches,
+                        EntryKind::IoLink | EntryKind::P2pLink => Table::Links,
+                    };
+                    self.leave_out(table, n.saturating_sub(first + j));
+                    let end = match kind {
+                        EntryKind::MemBank => self.banks.len(),
+                        EntryKind::Cache => self.caches.len(),
+                        EntryKind::IoLink | EntryKind::P2pLink => self.links.len(),
+                    };
+                    return Ok((span(end), found, false));
+                }
                 let denied = outcome == Outcome::Denied;
                 if outcome == Outcome::Missing && trusted.is_some() {
                     // The count named a directory that is not there: the tree is not what a live
@@ -685,15 +729,15 @@ impl<
         kind: EntryKind,
         index: u32,
         fetched: Fetched<'_>,
-    ) -> Result<Outcome, Error> {
+    ) -> Outcome {
         let file = entry_file(node, kind, index);
         let owner = Owner::Entry { node, kind, index };
-        Ok(match kind {
+        match kind {
             EntryKind::MemBank => {
-                let rec =
-                    self.banks.push_mut(MemBank { index, props: Default::default() }).map_err(
-                        |_| Error::Capacity { table: Table::MemBanks, capacity: to_u32(BANKS) },
-                    )?;
+                let Ok(rec) = self.banks.push_mut(MemBank { index, props: Default::default() })
+                else {
+                    return Outcome::Full;
+                };
                 match fetched {
                     Fetched::Data(b) => {
                         parse_props::<super::MemBankKey, WARNINGS, UNKNOWN>(
@@ -712,17 +756,13 @@ impl<
                 }
             }
             EntryKind::Cache => {
-                let rec = self
-                    .caches
-                    .push_mut(Cache {
-                        index,
-                        props: Default::default(),
-                        siblings: SiblingMap { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0 },
-                    })
-                    .map_err(|_| Error::Capacity {
-                        table: Table::Caches,
-                        capacity: to_u32(CACHES),
-                    })?;
+                let Ok(rec) = self.caches.push_mut(Cache {
+                    index,
+                    props: Default::default(),
+                    siblings: SiblingMap { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0 },
+                }) else {
+                    return Outcome::Full;
+                };
                 match fetched {
                     Fetched::Data(b) => {
                         let siblings = &mut rec.siblings;
@@ -780,13 +820,11 @@ impl<
                 } else {
                     LinkOrigin::P2pLink
                 };
-                let rec = self
-                    .links
-                    .push_mut(Link { index, origin, props: LinkProperties::EMPTY })
-                    .map_err(|_| Error::Capacity {
-                        table: Table::Links,
-                        capacity: to_u32(LINKS),
-                    })?;
+                let Ok(rec) =
+                    self.links.push_mut(Link { index, origin, props: LinkProperties::EMPTY })
+                else {
+                    return Outcome::Full;
+                };
                 match fetched {
                     Fetched::Data(b) => {
                         parse_props::<LinkKey, WARNINGS, UNKNOWN>(
@@ -803,10 +841,22 @@ impl<
                         {
                             self.diag.file(file, WarningKind::LinkFromMismatch { node_from: from });
                         }
-                        if let Some(to) = rec.props.node_to()
-                            && self.nodes.binary_search_by_key(&to, |n| n.sysfs_id).is_err()
-                        {
-                            self.diag.file(file, WarningKind::LinkTargetMissing { node_to: to });
+                        if let Some(to) = rec.props.node_to() {
+                            if to == node {
+                                self.diag.file(file, WarningKind::SelfLink);
+                            } else if self
+                                .nodes
+                                .binary_search_by_key(&to, |n| n.sysfs_id)
+                                .is_err()
+                                // A node left out of a full table is there, just not read.
+                                && self.first_left_out_node.is_none_or(|first| to < first)
+                            {
+                                self.diag
+                                    .file(file, WarningKind::LinkTargetMissing { node_to: to });
+                            }
+                        }
+                        if let Some(IoLinkType::Unknown(value)) = rec.link_type() {
+                            self.diag.file(file, WarningKind::UnknownLinkType { value });
                         }
                         Outcome::Read
                     }
@@ -814,7 +864,7 @@ impl<
                     Fetched::Unavailable => Outcome::Missing,
                 }
             }
-        })
+        }
     }
 
     /// User ids, gfx versions, overrides, derived links.
@@ -822,6 +872,7 @@ impl<
         let mut user = 0u32;
         let mut any_gpu = false;
         let mut any_p2p_key = false;
+        self.check_gpu_ids();
         for node in &mut self.nodes {
             if !node.accessible {
                 continue;
@@ -833,6 +884,7 @@ impl<
                 continue;
             }
             any_gpu = true;
+            check_gfx_target_version(node, &mut self.diag);
             node.gfx = gfx::resolve(node.props.gfx_target_version(), node.props.device_id());
             if node.gfx.is_none() {
                 self.diag.file(
@@ -861,19 +913,26 @@ impl<
         }
 
         if !any_p2p_key {
-            self.derive_links()?;
+            self.derive_links();
         }
+        self.warn_truncated();
         Ok(())
     }
 
-    fn derive_links(&mut self) -> Result<(), Error> {
+    /// libhsakmt's CPU-mediated GPU links, as far as the link table holds.
+    fn derive_links(&mut self) {
         self.derived = true;
+        let mut left_out = 0usize;
         for a in 0..self.nodes.len() {
             let start = self.links.len();
             for b in 0..self.nodes.len() {
                 let graph = Graph { nodes: &self.nodes, links: &self.links, banks: &self.banks };
                 let Some((ty, weight)) = graph.indirect(a, b) else { continue };
                 let (Some(na), Some(nb)) = (self.nodes.get(a), self.nodes.get(b)) else { continue };
+                if self.links.is_full() {
+                    left_out += 1;
+                    continue;
+                }
                 let mut props = LinkProperties::EMPTY;
                 // The values fit: type is a u32, ids are u32, the weight a u32 sum.
                 if let Some(t) = ty {
@@ -883,15 +942,13 @@ impl<
                 let _ = props.set(LinkKey::NodeTo, u64::from(nb.sysfs_id));
                 let _ = props.set(LinkKey::Weight, u64::from(weight));
                 let index = to_u32(self.links.len() - start);
-                self.links.push(Link { index, origin: LinkOrigin::Derived, props }).map_err(
-                    |_| Error::Capacity { table: Table::Links, capacity: to_u32(LINKS) },
-                )?;
+                let _ = self.links.push(Link { index, origin: LinkOrigin::Derived, props });
             }
             let span = Span { start: to_u32(start), len: to_u32(self.links.len() - start) };
             if let Some(n) = self.nodes.get_mut(a) {
                 n.set_span(SpanKind::Derived, span);
             }
         }
-        Ok(())
+        self.leave_out(Table::Links, left_out);
     }
 }

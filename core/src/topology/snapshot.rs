@@ -3,6 +3,7 @@
 
 use core::fmt;
 
+use super::Table;
 use super::derive::{Graph, vram_bytes};
 use super::diag::{Diagnostics, UnknownKeys, Warning};
 use super::keys::SystemProperties;
@@ -15,9 +16,12 @@ pub use crate::config::{
 /// A snapshot of the KFD sysfs topology: every key of every file, what libhsakmt derives from
 /// them, and the inconsistencies found — in fixed-capacity tables, without allocation.
 ///
-/// Capacities are const generics (defaults hold an 8-GPU MI300X in CPX mode); running out is
-/// [`Error::Capacity`](super::Error::Capacity) naming the table. Construct with [`Topology::new`]
-/// (a `const fn`, so a `static` works) and fill in place with [`Topology::refresh`].
+/// Capacities are const generics (defaults hold 16 GPUs of 8 partitions each with their CPU
+/// nodes, and the caches and links of an 8-GPU MI300X in CPX mode); a tree beyond them is
+/// read as far as they allow, the lowest-numbered nodes and entries first, with a
+/// [`Truncated`](super::WarningKind::Truncated) warning per full table saying how much was
+/// left out. Construct with [`Topology::new`] (a `const fn`, so a `static` works) and fill in
+/// place with [`Topology::refresh`].
 ///
 /// # Invariants
 /// - `nodes` are sorted by sysfs id, without duplicates.
@@ -44,6 +48,10 @@ pub struct Topology<
     pub(super) listing: [u32; LISTING_CAPACITY],
     pub(super) attempts: u32,
     pub(super) derived: bool,
+    /// Entries left out of each full table ([`Table`](super::Table) order).
+    pub(super) left_out: [u32; Table::ALL.len()],
+    /// The lowest node id left out of a full node table.
+    pub(super) first_left_out_node: Option<u32>,
 }
 
 /// A node with its entry tables.
@@ -203,6 +211,8 @@ impl<
             listing: [0; LISTING_CAPACITY],
             attempts: 0,
             derived: false,
+            left_out: [0; Table::ALL.len()],
+            first_left_out_node: None,
         }
     }
 
@@ -219,6 +229,8 @@ impl<
         self.diag.clear();
         self.attempts = 0;
         self.derived = false;
+        self.left_out = [0; Table::ALL.len()];
+        self.first_left_out_node = None;
     }
 
     // ------------------------------------------------------------------ read API

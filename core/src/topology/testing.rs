@@ -185,8 +185,10 @@ impl Sysfs for MemSysfs {
             return Err(*e);
         }
         let Some(set) = self.dirs.get(&dir) else { return Ok(0) };
-        // Reverse order: callers must sort.
-        for (slot, v) in out.iter_mut().zip(set.iter().rev()) {
+        // The smallest numbers when they do not all fit (the `Sysfs` contract), in reverse
+        // order: callers must sort.
+        let room = out.len();
+        for (slot, v) in out.iter_mut().zip(set.iter().take(room).rev()) {
             *slot = *v;
         }
         Ok(set.len())

@@ -622,6 +622,92 @@ fn numbering_gaps_and_count_mismatches() {
     ));
 }
 
+/// The warnings of `t` at `location`.
+fn warnings_at(t: &Topo, location: Location) -> Vec<WarningKind> {
+    t.warnings().iter().filter(|w| w.location == location).map(|w| w.kind).collect()
+}
+
+#[test]
+fn trees_no_kernel_makes_are_warned_about() {
+    let gpu = "simd_count 4\ncpu_cores_count 0\n";
+    let mut fs = MemSysfs::new();
+    fs.insert("generation_id", b"banana\n");
+    for n in 0..5 {
+        fs.insert(&format!("nodes/{n}/properties"), gpu.as_bytes());
+    }
+    fs.insert("nodes/0/gpu_id", b"4660\n");
+    fs.insert("nodes/1/gpu_id", b"4660\n"); // a duplicate of node 0's
+    fs.insert("nodes/2/gpu_id", b"0\n"); // a GPU with gpu_id 0
+    fs.insert("nodes/3/gpu_id", b"4294967296\n"); // beyond %u
+    fs.insert("nodes/0/name", b"caf\xe9\n"); // Latin-1, not UTF-8
+    // 31 ASCII bytes and a 2-byte character across the 32-byte capacity: cut before it.
+    fs.insert("nodes/1/name", "0123456789012345678901234567890é\n".as_bytes());
+    fs.insert("nodes/4/properties", b"simd_count 4\ngfx_target_version 12345678\n");
+    fs.insert("nodes/0/io_links/0/properties", b"type 2\nnode_from 0\nnode_to 0\n");
+    fs.insert("nodes/0/io_links/1/properties", b"type 77\nnode_from 0\nnode_to 1\n");
+    let t = snapshot(&fs);
+    let at = |file| warnings_at(&t, Location::File(file));
+    assert_eq!(
+        at(SysfsFile::GenerationId),
+        [WarningKind::MalformedNumber { problem: ValueProblem::NotDecimal }]
+    );
+    assert_eq!(
+        at(SysfsFile::GpuId(1)),
+        [WarningKind::DuplicateGpuId { gpu_id: 4660, first_node: 0 }]
+    );
+    assert_eq!(at(SysfsFile::GpuId(2)), [WarningKind::GpuIdZero]);
+    assert_eq!(
+        at(SysfsFile::GpuId(3)),
+        [WarningKind::MalformedNumber { problem: ValueProblem::Overflow }]
+    );
+    assert_eq!(at(SysfsFile::Name(0)), [WarningKind::NameNotUtf8]);
+    assert_eq!(t.node(0).unwrap().name(), None);
+    assert_eq!(t.node(0).unwrap().name_bytes(), Some(&b"caf\xe9"[..]));
+    assert_eq!(at(SysfsFile::Name(1)), [WarningKind::NameTooLong { len: 33 }]);
+    assert_eq!(t.node(1).unwrap().name(), Some("0123456789012345678901234567890"));
+    assert!(
+        at(SysfsFile::NodeProperties(4))
+            .contains(&WarningKind::ImpossibleGfxVersion { value: 12_345_678 })
+    );
+    assert_eq!(t.node(4).unwrap().gfx(), None, "no version is made up");
+    let link = |index| SysfsFile::EntryProperties { node: 0, kind: EntryKind::IoLink, index };
+    assert_eq!(at(link(0)), [WarningKind::SelfLink]);
+    assert_eq!(at(link(1)), [WarningKind::UnknownLinkType { value: 77 }]);
+    let words: Vec<String> = t.warnings().iter().map(ToString::to_string).collect();
+    for want in [
+        "generation_id: is not a decimal number",
+        "nodes/1/gpu_id: gpu_id 4660 is also node 0's",
+        "nodes/2/gpu_id: a GPU with gpu_id 0 cannot be reached",
+        "nodes/3/gpu_id: does not fit 32 bits",
+        "nodes/0/name: name is not UTF-8",
+        "nodes/4/properties: gfx_target_version 12345678 is no gfx version",
+        "nodes/0/io_links/0/properties: links the node to itself",
+        "nodes/0/io_links/1/properties: link type 77 is not a known type",
+    ] {
+        assert!(words.iter().any(|w| w == want), "{want:?} in {words:#?}");
+    }
+}
+
+#[test]
+fn each_malformed_value_has_its_own_words() {
+    let mut fs = MemSysfs::new();
+    fs.insert("nodes/0/gpu_id", b"0\n");
+    fs.insert(
+        "nodes/0/properties",
+        b"cpu_cores_count\nsimd_count x\nhive_id 18446744073709551616\nmystery 1x\n",
+    );
+    let t = snapshot(&fs);
+    let words: Vec<String> = t.warnings().iter().map(|w| w.kind.to_string()).collect();
+    for want in [
+        "line 1: `cpu_cores_count` has no value",
+        "line 2: `simd_count` is not a decimal number",
+        "line 3: `hive_id` does not fit 64 bits",
+        "line 4: the value of a key this library does not know is not a decimal number",
+    ] {
+        assert!(words.iter().any(|w| w == want), "{want:?} in {words:#?}");
+    }
+}
+
 #[test]
 fn malformed_content_is_flagged_not_invented() {
     let mut fs = MemSysfs::new();
@@ -654,19 +740,27 @@ fn malformed_content_is_flagged_not_invented() {
     let want = [
         WarningKind::MissingFile, // generation_id
         WarningKind::MissingFile, // system_properties
-        WarningKind::MalformedValue { line: 1, key: None },
+        WarningKind::MalformedNumber { problem: ValueProblem::NotDecimal },
         WarningKind::NameTooLong { len: 47 },
         WarningKind::ValueOutOfRange {
             line: 3,
             key: KeyId::Node(NodeKey::SimdCount),
             value: 99999999999,
         },
-        WarningKind::MalformedValue { line: 4, key: None },
+        WarningKind::MalformedValue { line: 4, key: None, problem: ValueProblem::NotDecimal },
         WarningKind::MalformedLine { line: 5 },
-        WarningKind::MalformedValue { line: 6, key: Some(KeyId::Node(NodeKey::SimdPerCu)) },
+        WarningKind::MalformedValue {
+            line: 6,
+            key: Some(KeyId::Node(NodeKey::SimdPerCu)),
+            problem: ValueProblem::NotDecimal,
+        },
         WarningKind::DuplicateKey { line: 8, key: KeyId::Node(NodeKey::CpuCoresCount) },
-        WarningKind::MalformedValue { line: 10, key: None },
-        WarningKind::MalformedValue { line: 11, key: Some(KeyId::Node(NodeKey::NumXcc)) },
+        WarningKind::MalformedValue { line: 10, key: None, problem: ValueProblem::NotDecimal },
+        WarningKind::MalformedValue {
+            line: 11,
+            key: Some(KeyId::Node(NodeKey::NumXcc)),
+            problem: ValueProblem::Missing,
+        },
         WarningKind::MalformedSiblingMap { line: 2, entries: 3 },
         WarningKind::LinkFromMismatch { node_from: 1 },
         WarningKind::LinkTargetMissing { node_to: 9 },
@@ -932,38 +1026,77 @@ fn generation_change_gives_up() {
 
 // ------------------------------------------------------------------ capacity
 
+/// The `Truncated` warning of `t`'s table `table`, as `(capacity, left out)`.
+fn truncated<const N: usize, const B: usize, const C: usize, const L: usize>(
+    t: &Topology<N, B, C, L>,
+    table: Table,
+) -> Option<(u32, u32)> {
+    t.warnings().iter().find_map(|w| match w.kind {
+        WarningKind::Truncated { table: t, capacity, left_out } if t == table => {
+            Some((capacity, left_out))
+        }
+        _ => None,
+    })
+}
+
 #[test]
-fn capacity_exhaustion_names_the_table() {
+fn a_tree_beyond_a_capacity_is_read_as_far_as_it_allows() {
     let fs = MemSysfs::from_dir(&profile_dir("mi308x-8gpu-cpx/topology"));
     let host = TestHost::default();
     let mut buf = [0u8; MIN_READ_BUFFER];
 
+    // 34 nodes into 16: the lowest 16 are read, the rest counted.
     let mut t: Box<Topology<16>> = boxed_with();
-    assert_eq!(
-        t.refresh(&fs, &host, &mut buf),
-        Err(Error::Capacity { table: Table::Nodes, capacity: 16 })
-    );
-    assert!(t.is_empty());
+    t.refresh(&fs, &host, &mut buf).unwrap();
+    assert_eq!(t.node_count(), 16);
+    assert_eq!(t.nodes().map(|n| n.sysfs_id()).collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+    assert_eq!(truncated(&t, Table::Nodes), Some((16, 18)));
+    let w = t.warnings().iter().find(|w| matches!(w.kind, WarningKind::Truncated { .. })).unwrap();
+    assert_eq!(w.to_string(), "nodes/: the `nodes` table is full (capacity 16): 18 left out");
+    // Links to the nodes left out are not called missing.
+    assert!(!t.warnings().iter().any(|w| matches!(w.kind, WarningKind::LinkTargetMissing { .. })));
 
     let mut t: Box<Topology<72, 8>> = boxed_with();
-    assert_eq!(
-        t.refresh(&fs, &host, &mut buf),
-        Err(Error::Capacity { table: Table::MemBanks, capacity: 8 })
-    );
+    t.refresh(&fs, &host, &mut buf).unwrap();
+    assert_eq!(t.node_count(), 34);
+    assert_eq!(truncated(&t, Table::MemBanks), Some((8, 26)));
+    assert_eq!(t.nodes().filter(|n| !n.mem_banks().is_empty()).count(), 8);
+
     let mut t: Box<Topology<72, 64, 1000>> = boxed_with();
-    let err = t.refresh(&fs, &host, &mut buf).unwrap_err();
-    assert_eq!(err, Error::Capacity { table: Table::Caches, capacity: 1000 });
-    assert_eq!(err.kind(), ErrorKind::CapacityExhausted);
-    assert_eq!(err.to_string(), "topology table `caches` is full (capacity 1000)");
+    t.refresh(&fs, &host, &mut buf).unwrap();
+    assert_eq!(truncated(&t, Table::Caches), Some((1000, 472)));
+    assert_eq!(t.usage().2, 1000);
+
     let mut t: Box<Topology<72, 64, 1600, 1000>> = boxed_with();
-    assert_eq!(
-        t.refresh(&fs, &host, &mut buf),
-        Err(Error::Capacity { table: Table::Links, capacity: 1000 })
-    );
-    // Exactly enough is enough.
+    t.refresh(&fs, &host, &mut buf).unwrap();
+    assert_eq!(truncated(&t, Table::Links), Some((1000, 122)));
+    // Every node's spans still lie in the pools.
+    for n in t.nodes() {
+        let _ = (n.io_links().len(), n.p2p_links().len(), n.caches().len());
+    }
+
+    // Exactly enough is enough: no warning.
     let mut t: Box<Topology<34, 34, 1472, 1122>> = boxed_with();
     t.refresh(&fs, &host, &mut buf).unwrap();
     assert_eq!(t.usage(), (34, 34, 1472, 1122));
+    assert!(Table::ALL.iter().all(|table| truncated(&t, *table).is_none()));
+}
+
+#[test]
+fn a_directory_beyond_the_listing_capacity_is_read_from_its_lowest_numbers() {
+    let mut fs = MemSysfs::new();
+    fs.insert("nodes/0/properties", b"cpu_cores_count 1\nsimd_count 0\n");
+    let extra = 6;
+    for i in 0..LISTING_CAPACITY + extra {
+        fs.insert(&format!("nodes/0/caches/{i}/properties"), b"level 1\n");
+    }
+    let mut t: Box<Topology<4, 4, 2048, 16>> = boxed_with();
+    let mut buf = [0u8; MIN_READ_BUFFER];
+    t.refresh_with(&fs, &TestHost::default(), &mut buf, &LIST).unwrap();
+    let caches = t.node(0).unwrap().caches();
+    assert_eq!(caches.len(), LISTING_CAPACITY);
+    assert_eq!(caches.last().unwrap().index(), (LISTING_CAPACITY - 1) as u32);
+    assert_eq!(truncated(&t, Table::Listing), Some((LISTING_CAPACITY as u32, extra as u32)));
 }
 
 #[test]
@@ -973,10 +1106,8 @@ fn derived_links_count_against_capacity() {
     let mut buf = [0u8; MIN_READ_BUFFER];
     // 8 kernel links + 12 derived.
     let mut t: Box<Topology<8, 8, 8, 19>> = boxed_with();
-    assert_eq!(
-        t.refresh(&fs, &host, &mut buf),
-        Err(Error::Capacity { table: Table::Links, capacity: 19 })
-    );
+    t.refresh(&fs, &host, &mut buf).unwrap();
+    assert_eq!(truncated(&t, Table::Links), Some((19, 1)));
     let mut t: Box<Topology<8, 8, 8, 20>> = boxed_with();
     t.refresh(&fs, &host, &mut buf).unwrap();
     let derived: usize = t.nodes().map(|n| n.derived_links().len()).sum();
@@ -1302,10 +1433,7 @@ mod props {
                     }
                     for w in t.warnings() { let _ = w.to_string(); }
                 }
-                Err(e) => prop_assert!(
-                    matches!(e, Error::Capacity { .. } | Error::GfxOverride { .. }),
-                    "{e:?}"
-                ),
+                Err(e) => prop_assert!(matches!(e, Error::GfxOverride { .. }), "{e:?}"),
             }
         }
     }

@@ -67,11 +67,26 @@ impl<
         render: &K,
         buf: &mut [u8],
     ) -> Result<(), Error> {
+        self.refresh_visible_with(sysfs, host, render, buf, &Options::DEFAULT)
+    }
+
+    /// [`refresh_visible`](Self::refresh_visible) with explicit [`Options`].
+    ///
+    /// # Errors
+    /// As [`refresh_visible`](Self::refresh_visible).
+    pub fn refresh_visible_with<S: Sysfs + ?Sized, H: Host + ?Sized, K: KfdDevice + ?Sized>(
+        &mut self,
+        sysfs: &S,
+        host: &H,
+        render: &K,
+        buf: &mut [u8],
+        options: &Options,
+    ) -> Result<(), Error> {
         if buf.len() < MIN_READ_BUFFER {
-            return self.refresh(sysfs, host, buf);
+            return self.refresh_with(sysfs, host, buf, options);
         }
         let probe = |minor: u32| render.open_render_node(minor).map(|_| ());
-        let result = self.take(sysfs, host, buf, &Options::DEFAULT, Some(&probe));
+        let result = self.take(sysfs, host, buf, options, Some(&probe));
         if result.is_err() {
             self.clear();
         }

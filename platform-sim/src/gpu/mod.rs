@@ -11,6 +11,10 @@
 //!   signal without telling anyone.
 //! - **Step**: no threads. Doorbells only record; [`GpuModel::run_until_idle`] runs every queue
 //!   in queue-id order until none can make progress. Deterministic, for tests.
+//! - **OnWait**: as Step, and `AMDKFD_IOC_WAIT_EVENTS` also runs every queue until idle
+//!   before it looks at its events: the GPU makes progress exactly when the process sleeps in
+//!   the kernel. A program that waits for each piece of work issues the same ioctls in the same
+//!   order on every run, whatever the host's speed (injected faults meet the same calls).
 //!
 //! Either way a queue processes packets only while it is *active* — a ring, a non-zero
 //! percentage, no error — exactly amdkfd's `QUEUE_IS_ACTIVE`; disabling it by
@@ -63,6 +67,11 @@ pub enum CpMode {
     Threaded,
     /// No threads: work happens in [`SimPlatform::run_until_idle`](crate::SimPlatform::run_until_idle).
     Step,
+    /// No threads: work happens when the process waits in `AMDKFD_IOC_WAIT_EVENTS` (and in
+    /// [`SimPlatform::run_until_idle`](crate::SimPlatform::run_until_idle)). A waiter that
+    /// spins first never sees work done before it sleeps, so each wait of the library issues
+    /// exactly one `WAIT_EVENTS`: deterministic ioctl sequences for fault injection.
+    OnWait,
 }
 
 /// How the command processors of a [`GpuModel`] run and what they execute.
@@ -798,6 +807,11 @@ impl fmt::Debug for GpuModel {
 }
 
 impl GpuModel {
+    /// Whether `AMDKFD_IOC_WAIT_EVENTS` runs the queues ([`CpMode::OnWait`]).
+    pub(crate) fn runs_on_wait(&self) -> bool {
+        self.cp.mode == CpMode::OnWait
+    }
+
     pub(crate) fn new(
         gpus: Vec<GpuFacts>,
         vm: Arc<dyn GpuVm>,
@@ -839,7 +853,7 @@ impl GpuModel {
             d.set(q.doorbell_index, Some(q.clone()));
         }
         let worker = match self.cp.mode {
-            CpMode::Step => None,
+            CpMode::Step | CpMode::OnWait => None,
             CpMode::Threaded => {
                 let (weak, cp) = (Arc::downgrade(&q), self.cp.clone());
                 std::thread::Builder::new()

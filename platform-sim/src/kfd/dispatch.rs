@@ -65,7 +65,12 @@ impl KfdModel {
             Ioctl::DestroyEvent(a) => self.events.destroy(a.event_id),
             Ioctl::SetEvent(a) => self.events.set(a.event_id),
             Ioctl::ResetEvent(a) => self.events.reset(a.event_id),
-            Ioctl::WaitEvents { args, events } => self.events.wait(args, events),
+            Ioctl::WaitEvents { args, events } => {
+                if self.gpu.runs_on_wait() {
+                    self.gpu.run_until_idle();
+                }
+                self.events.wait(args, events)
+            }
             Ioctl::AllocMemoryOfGpu(a) => lock(&self.memory).alloc(a, vm(a.gpu_id)),
             Ioctl::FreeMemoryOfGpu(a) => lock(&self.memory).free(a),
             Ioctl::MapMemoryToGpu { args, devices } => lock(&self.memory).map(args, devices, vm),

@@ -276,7 +276,11 @@ impl KfdModel {
             DeviceState::PermissionDenied { group } => {
                 let mut g = heapless::String::new();
                 let _ = g.push_str(group);
-                return Err(OpenError::PermissionDenied { gid: Some(993), group: Some(g) });
+                return Err(OpenError::PermissionDenied {
+                    gid: Some(993),
+                    group: Some(g),
+                    mode: Some(0o660),
+                });
             }
         }
         let mut s = lock(&self.session);

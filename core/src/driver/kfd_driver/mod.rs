@@ -170,22 +170,29 @@ where
         if !self.state.read().initialized {
             return Ok(());
         }
-        // Queues first (their producers hold mappings), then signals, events, memory.
+        // Queues first (their producers hold mappings), then signals, events, memory. Every
+        // step runs even when one before it failed; the first failure is returned.
+        let mut first: Result<(), DriverError> = Ok(());
+        let mut keep = |r: Result<(), DriverError>| {
+            if first.is_ok() {
+                first = r;
+            }
+        };
         let live: heapless::Vec<QueueId, MAX_DRIVER_QUEUES> =
             self.state.read().queues.iter().map(|(key, _)| key.into()).collect();
         for q in live {
-            let _ = self.destroy_queue(q);
+            keep(self.destroy_queue(q));
         }
         let cached: heapless::Vec<Allocation<P::Mapping>, DRIVER_RING_CACHE> =
             core::mem::take(&mut self.state.write().ring_cache);
         for ring in cached {
-            let _ = self.kfd.free(ring);
+            keep(self.kfd.free(ring).map_err(DriverError::from));
         }
         let sdma = core::mem::take(&mut *self.sdma.lock());
         for (_, producer) in sdma {
             let handle = producer.handle();
             drop(producer);
-            let _ = self.kfd.destroy_queue(handle);
+            keep(self.kfd.destroy_queue(handle).map_err(DriverError::from));
         }
         let (memory, events) = {
             let mut pool = self.signals.lock();
@@ -195,21 +202,21 @@ where
             (pool.memory.take(), events)
         };
         for e in events {
-            let _ = self.kfd.destroy_event(e);
+            keep(self.kfd.destroy_event(e).map_err(DriverError::from));
         }
         if let Some(m) = memory {
-            let _ = self.kfd.free(m);
+            keep(self.kfd.free(m).map_err(DriverError::from));
         }
         let events = core::mem::take(&mut self.state.write().events);
         for e in events {
-            let _ = self.kfd.destroy_event(e);
+            keep(self.kfd.destroy_event(e).map_err(DriverError::from));
         }
         let mut st = self.state.write();
         st.initialized = false;
         st.agents.clear();
         drop(st);
-        self.kfd.close()?;
-        Ok(())
+        keep(self.kfd.close().map_err(DriverError::from));
+        first
     }
 
     fn version(&self) -> (u32, u32) {

@@ -157,7 +157,8 @@ where
         first.ok_or(DriverError::InvalidArgument("no packets"))
     }
 
-    /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]).
+    /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]); a failure
+    /// to release its error signal or ring once the queue is gone is returned too.
     pub(super) fn destroy_aql_queue(&self, queue: QueueId) -> Result<(), DriverError> {
         // Taken out, the queue's slot stays reserved (not reused) while the kernel is asked.
         let key = queue.into();
@@ -187,14 +188,19 @@ where
             }
             return Err(e.into());
         }
-        let _ = self.destroy_signal(error_signal);
+        // The queue is gone; its error signal and ring go too, and a failure of either is the
+        // caller's to know (the first one is returned).
+        let signal = self.destroy_signal(error_signal);
         let mut st = self.state.write();
         let _ = st.queues.release(key);
-        if let Err(r) = st.ring_cache.push(ring) {
-            drop(st);
-            let _ = self.kfd.free(r);
-        }
-        Ok(())
+        let ring = match st.ring_cache.push(ring) {
+            Ok(()) => Ok(()),
+            Err(r) => {
+                drop(st);
+                self.kfd.free(r).map_err(DriverError::from)
+            }
+        };
+        signal.and(ring)
     }
 
     pub(super) fn queue<R>(

@@ -1,0 +1,485 @@
+//! `hsakmt run`: the end-to-end job — an appliance-style control loop through the driver layer.
+//!
+//! Each iteration writes an input block into host memory, DMA-copies it to device memory,
+//! publishes a barrier (waiting for the copy) and a compute step on the agent's AQL queue,
+//! DMA-copies the result back once the step's completion signal is 0, waits for that copy's
+//! signal, and checks every word of the result. On the simulator (and the host driver) the
+//! compute step is a registered kernel (`out[i] = in[i] * 3 + seed`); on real hardware, which
+//! would need a code-object loader, the step is the barrier alone and the block must come back
+//! unchanged — the copy/barrier/signal path.
+
+mod pipeline;
+mod plan;
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
+use hsakmt_core::device;
+use hsakmt_core::driver::policy::DRIVER_ENV;
+use hsakmt_core::driver::{
+    AgentId, AgentKind, Capabilities, Driver, DriverError, DriverId, DriverKind, Policy, Registry,
+};
+use hsakmt_core::topology;
+use hsakmt_linux::{LinuxPlatform, boxed_driver, latency};
+use hsakmt_sim::{CpMode, HostDriver, KernelRegistry, Profile, SimPlatform};
+use serde::Serialize;
+
+use crate::histogram::Histogram;
+use crate::inject;
+use crate::output::Failure;
+use pipeline::{Kernels, Pipeline, control_kernel, copy_kernel};
+use plan::{Plan, agents_to_use};
+
+/// Arguments of `hsakmt run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Use the simulator with this embedded profile instead of detecting a driver.
+    #[arg(long, value_name = "PROFILE")]
+    sim: Option<String>,
+    /// Control-loop iterations (1 to 1,000,000,000).
+    #[arg(long, default_value_t = 10_000)]
+    iterations: u64,
+    /// GPU agents to spread the loop over: a number, or `all`; each must get at least one
+    /// iteration.
+    #[arg(long, default_value = "1")]
+    gpus: String,
+    /// Bytes per input block (a multiple of 4, at most 256 MiB).
+    #[arg(long, default_value_t = 4096)]
+    block: u32,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+    /// Simulator only: fail an ioctl, as `NAME=ERRNO@N` (e.g. `WAIT_EVENTS=EIO@3`: the third
+    /// `AMDKFD_IOC_WAIT_EVENTS` fails with `EIO`). Repeatable. For testing failure handling:
+    /// the simulated GPU then runs only while the loop waits, so the same calls fail on every
+    /// run; a fault that never fires, or that makes the policy leave the simulator, fails the
+    /// run.
+    #[arg(long, value_name = "NAME=ERRNO@N")]
+    inject: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct LatencyNs {
+    p50: f64,
+    p99: f64,
+    #[serde(rename = "p99.9")]
+    p99_9: f64,
+    max: f64,
+    /// The percentiles' bound on relative error (the maximum is exact).
+    relative_error: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    driver: String,
+    platform: String,
+    reason: String,
+    iterations: u64,
+    verified: bool,
+    gpus: usize,
+    agents: Vec<String>,
+    compute: &'static str,
+    latency_ns: LatencyNs,
+    throughput_per_s: f64,
+    latency_controls: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    injected_faults: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    teardown_failures: Vec<String>,
+}
+
+/// The latency controls the loop asks for, with what came of each.
+fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    match latency::lock_memory() {
+        Ok(()) => out.push("memory locked (mlockall)".to_string()),
+        Err(e) => out.push(format!("memory not locked: {e} (raise the memlock limit)")),
+    }
+    if !tune {
+        out.push(
+            "threads not pinned, not realtime: the device's engines are threads on these CPUs"
+                .into(),
+        );
+        return out;
+    }
+    let mut allowed = [0usize; 256];
+    match latency::allowed_cpus(&mut allowed) {
+        Ok(n) if n > cpus => out.push(format!(
+            "{cpus} loop thread(s) pinned to CPUs {:?}",
+            allowed.get(n - cpus..n).unwrap_or_default()
+        )),
+        Ok(_) => out.push("loop threads not pinned (no spare CPU)".to_string()),
+        Err(e) => out.push(format!("loop threads not pinned: {e}")),
+    }
+    out
+}
+
+fn pin_and_prioritise(index: usize, cpus: usize) -> Option<String> {
+    let mut allowed = [0usize; 256];
+    let n = latency::allowed_cpus(&mut allowed).ok()?;
+    if n > cpus
+        && let Some(cpu) = allowed.get(n - cpus + index)
+    {
+        let _ = latency::pin_current_thread(*cpu);
+    }
+    latency::set_realtime(10)
+        .err()
+        .map(|e| format!("not realtime: {e} (needs CAP_SYS_NICE or RLIMIT_RTPRIO)"))
+}
+
+pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
+    if args.sim.as_deref() == Some(crate::profiles::HELP) {
+        return crate::profiles::print();
+    }
+    let plan = Plan::new(args)?;
+    detect_and_run(args, &plan)
+}
+
+/// A detection failure that the configuration caused (a malformed `HSA_OVERRIDE_GFX_VERSION`):
+/// an error of the run, never a reason to fall back to another driver.
+fn configuration_error(registry: &Registry<'_>) -> Option<String> {
+    registry.report().iter().find_map(|d| match &d.outcome {
+        Err(DriverError::Device(device::Error::Topology(
+            e @ topology::Error::GfxOverride { .. },
+        ))) => Some(e.to_string()),
+        _ => None,
+    })
+}
+
+fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
+    let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
+    let profile = Profile::embedded(&profile_name)
+        .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
+    // One kernel registry for the simulator and the host driver: the same kernel objects run
+    // on either.
+    let registry_of_kernels = KernelRegistry::new();
+    let sim_kernels = Kernels {
+        step: registry_of_kernels.register("control_step", control_kernel),
+        copy: registry_of_kernels.register("blit_copy", copy_kernel),
+    };
+    let mut builder = SimPlatform::builder()
+        .profile(profile)
+        .inherit_env(true)
+        .kernels(registry_of_kernels.clone());
+    if !plan.faults.is_empty() {
+        // Deterministic ioctl sequences: see `crate::inject`.
+        builder = builder.cp_mode(CpMode::OnWait);
+    }
+    let sim = builder.build();
+    let armed = inject::Armed::arm(&sim, &plan.faults);
+    let probe = sim.clone();
+    let kfd =
+        boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
+    let simulated = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
+
+    let mut registry: Registry<'_> = Registry::new();
+    if args.sim.is_none() {
+        let _ = registry.detect(&*kfd);
+    }
+    let _ = registry.detect(&*simulated);
+    if args.sim.is_none() {
+        let _ = registry.detect(&*host);
+    }
+    let shutdown_all = |registry: &Registry<'_>| {
+        registry
+            .drivers()
+            .filter_map(|(_, d)| {
+                d.shutdown().err().map(|e| format!("shutting `{}` down: {e}", d.kind()))
+            })
+            .collect::<Vec<_>>()
+    };
+    if let Some(e) = configuration_error(&registry) {
+        shutdown_all(&registry);
+        return Err(e.into());
+    }
+    let policy =
+        if args.sim.is_some() { Policy::Explicit(DriverKind::Sim) } else { Policy::GpuFirst };
+    let (choice, driver) = match registry.choose(policy, plan.env.map(|k| k.name().as_bytes())) {
+        Ok(c) => c,
+        Err(e) => {
+            let mut msg = format!("no driver to run on: {e}");
+            for d in registry.report() {
+                if let Err(why) = &d.outcome {
+                    msg.push_str(&format!("\n  {}: {why}", d.kind));
+                }
+            }
+            shutdown_all(&registry);
+            return Err(msg.into());
+        }
+    };
+    if !armed.is_empty() && choice.kind != DriverKind::Sim {
+        let fired = armed.fired(&probe);
+        let why = registry
+            .report()
+            .iter()
+            .find(|d| d.kind == DriverKind::Sim)
+            .and_then(|d| d.outcome.as_ref().err())
+            .map(ToString::to_string);
+        shutdown_all(&registry);
+        return Err(match (fired.is_empty(), why) {
+            (false, Some(why)) => format!(
+                "--inject {}: the fault fired while the simulator was being set up, so the `sim` \
+                 driver was not usable ({why}) and the policy fell back to `{}`: the loop did \
+                 not run under the fault",
+                fired.join(", --inject "),
+                choice.kind
+            ),
+            _ => format!(
+                "--inject makes the simulator fail, but the policy chose the `{}` driver: add \
+                 --sim PROFILE or set {DRIVER_ENV}=sim",
+                choice.kind
+            ),
+        }
+        .into());
+    }
+    let platform = match choice.kind {
+        DriverKind::Kfd => "linux /dev/kfd".to_string(),
+        DriverKind::Sim => format!("simulator profile {profile_name}"),
+        DriverKind::Host => "host CPU".to_string(),
+    };
+    if !args.json {
+        for d in registry.report() {
+            if let Err(why) = &d.outcome {
+                crate::note!("hsakmt: driver `{}` not usable: {why}", d.kind);
+            }
+        }
+        crate::note!("hsakmt: using {choice}");
+    }
+    // Registered kernels run where the driver executes host kernels (simulator, host CPU).
+    let kernels = driver.capabilities().contains(Capabilities::HOST_KERNELS).then_some(sim_kernels);
+    let used = match agents_to_use(driver, choice.kind, plan, args.iterations) {
+        Ok(used) => used,
+        Err(e) => {
+            shutdown_all(&registry);
+            return Err(e.into());
+        }
+    };
+    if !args.json {
+        let all: Vec<_> = (0..driver.agent_count()).filter_map(|i| driver.agent(i)).collect();
+        let cpus = all.iter().filter(|a| a.kind == AgentKind::Cpu).count();
+        crate::note!(
+            "hsakmt: {} agents ({} CPU, {} GPU); running on {}:",
+            all.len(),
+            cpus,
+            all.len() - cpus,
+            used.len()
+        );
+        for a in &used {
+            crate::note!(
+                "  node {:>2}  {:<8} {:>4} CUs  {:>6} MiB  gpu_id {}",
+                a.id.node,
+                a.name,
+                a.compute_units,
+                a.local_memory_bytes >> 20,
+                a.gpu_id
+            );
+        }
+    }
+
+    // Locking memory helps every driver; pinning and realtime priority only help when the
+    // device is real: the simulator's and the host driver's engines are threads on the same
+    // CPUs, which a spinning realtime loop thread would starve.
+    let tune = choice.kind == DriverKind::Kfd;
+    let mut controls = latency_controls(used.len(), tune);
+    let (result, mut problems) =
+        run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
+    if let Err(e) = driver.shutdown() {
+        problems.push(format!("shutting the `{}` driver down: {e}", choice.kind));
+    }
+    problems.extend(shutdown_all(&registry));
+    let never = armed.never_fired(&probe);
+    let (latencies, verified, elapsed, rt) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let mut msg = e;
+            for p in &problems {
+                msg.push_str(&format!("\n  teardown: {p}"));
+            }
+            msg.push_str(&never);
+            return Err(msg.into());
+        }
+    };
+    controls.extend(rt);
+
+    let report = Report {
+        driver: choice.kind.name().to_string(),
+        platform,
+        reason: choice.to_string(),
+        iterations: latencies.len(),
+        verified,
+        gpus: used.len(),
+        agents: used.iter().map(|a| format!("node {} {}", a.id.node, a.name)).collect(),
+        compute: if kernels.is_some() {
+            "registered kernel"
+        } else {
+            "barrier (no code object loader)"
+        },
+        latency_ns: LatencyNs {
+            p50: latencies.percentile(50.0),
+            p99: latencies.percentile(99.0),
+            p99_9: latencies.percentile(99.9),
+            max: latencies.max() as f64,
+            relative_error: crate::histogram::RELATIVE_ERROR,
+        },
+        throughput_per_s: args.iterations as f64 / elapsed.as_secs_f64(),
+        latency_controls: controls,
+        injected_faults: armed.fired(&probe).into_iter().map(str::to_string).collect(),
+        teardown_failures: problems.clone(),
+    };
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        crate::output::emit(&format!("{text}\n"))?;
+    } else {
+        print_report(&report)?;
+    }
+    let mut failures = Vec::new();
+    if !verified {
+        failures.push("some iterations returned a wrong result".to_string());
+    }
+    if !problems.is_empty() {
+        failures.push(format!("teardown failed:\n  {}", problems.join("\n  ")));
+    }
+    if !never.is_empty() {
+        failures.push(format!("an injected fault never fired:{never}"));
+    }
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
+}
+
+type LoopResult = (Histogram, bool, Duration, Vec<String>);
+/// One agent's latencies, whether its results checked out, and a latency-control note.
+type AgentOutcome = (Histogram, bool, Option<String>);
+
+/// Runs the loop on `agents`; returns its outcome and, apart, what failed while the pipelines
+/// were released (reported whether the loop succeeded or not).
+fn run_loop(
+    driver: &dyn Driver,
+    agents: Vec<AgentId>,
+    args: &RunArgs,
+    kernels: Option<Kernels>,
+    tune: bool,
+) -> (Result<LoopResult, String>, Vec<String>) {
+    let mut pipelines = Vec::with_capacity(agents.len());
+    for a in &agents {
+        match Pipeline::new(driver, *a, args.block, kernels) {
+            Ok(p) => pipelines.push(p),
+            Err(e) => {
+                let released = pipelines.into_iter().flat_map(Pipeline::release).collect();
+                return (Err(e), released);
+            }
+        }
+    }
+    let threads = pipelines.len() as u64;
+    let per = args.iterations / threads;
+    let extra = args.iterations % threads;
+    let done = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let progress = !args.json && std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let outcomes: Vec<Result<AgentOutcome, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = pipelines
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let count = per + u64::from((i as u64) < extra);
+                let (done, failed) = (&done, &failed);
+                s.spawn(move || {
+                    let rt = if tune { pin_and_prioritise(i, threads as usize) } else { None };
+                    let mut lat = Histogram::new();
+                    let mut ok = true;
+                    let mut input = vec![0u8; args.block as usize];
+                    let mut output = vec![0u8; args.block as usize];
+                    for k in 0..count {
+                        if failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let n = k * threads + i as u64;
+                        let t = Instant::now();
+                        match p.iterate(n, &mut input, &mut output) {
+                            Ok(good) => ok &= good,
+                            Err(e) => {
+                                failed.store(true, Ordering::Relaxed);
+                                return Err(format!("agent node {}: {e}", p.agent.node));
+                            }
+                        }
+                        lat.record(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok((lat, ok, rt))
+                })
+            })
+            .collect();
+        if progress {
+            let bar = |d: u64| {
+                let pct = d.saturating_mul(100) / args.iterations.max(1);
+                let filled = "#".repeat(usize::try_from(pct / 4).unwrap_or(25).min(25));
+                crate::output::progress(format_args!(
+                    "[{filled:<25}] {pct:>3}% {d}/{}",
+                    args.iterations
+                ));
+            };
+            while handles.iter().any(|h| !h.is_finished()) {
+                bar(done.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            bar(done.load(Ordering::Relaxed));
+            crate::note!("");
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a loop thread panicked".into())))
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    let released: Vec<String> = pipelines.into_iter().flat_map(Pipeline::release).collect();
+    let mut all = Histogram::new();
+    let mut verified = true;
+    let mut rt = Vec::new();
+    for o in outcomes {
+        let (lat, ok, note) = match o {
+            Ok(o) => o,
+            Err(e) => return (Err(e), released),
+        };
+        all.merge(&lat);
+        verified &= ok;
+        rt.extend(note);
+    }
+    rt.dedup();
+    (Ok((all, verified, elapsed, rt)), released)
+}
+
+fn print_report(r: &Report) -> Result<(), Failure> {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let us = |ns: f64| format!("{:.1} us", ns / 1000.0);
+    let _ = writeln!(s, "hsakmt run: {} iterations on {} ({})", r.iterations, r.platform, r.driver);
+    let _ = writeln!(s, "  agents      {}", r.agents.join(", "));
+    let _ = writeln!(s, "  compute     {}", r.compute);
+    let _ = writeln!(
+        s,
+        "  latency     p50 {}  p99 {}  p99.9 {}  max {}",
+        us(r.latency_ns.p50),
+        us(r.latency_ns.p99),
+        us(r.latency_ns.p99_9),
+        us(r.latency_ns.max)
+    );
+    let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
+    let _ = writeln!(
+        s,
+        "  verified    {}",
+        if r.verified { "every result checked out" } else { "FAILED" }
+    );
+    for c in &r.latency_controls {
+        let _ = writeln!(s, "  latency     {c}");
+    }
+    for f in &r.injected_faults {
+        let _ = writeln!(s, "  injected    {f} fired; the library worked around it");
+    }
+    for t in &r.teardown_failures {
+        let _ = writeln!(s, "  teardown    FAILED: {t}");
+    }
+    crate::output::emit(&s)
+}
