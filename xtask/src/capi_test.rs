@@ -22,8 +22,16 @@ use crate::capi_build::{self, Installed};
 use crate::workspace_root;
 
 /// The test program's sources.
-const SOURCES: [&str; 7] =
-    ["main.c", "topology.c", "memory.c", "queues.c", "events.c", "bad_input.c", "misc.c"];
+const SOURCES: [&str; 8] = [
+    "main.c",
+    "topology.c",
+    "memory.c",
+    "queues.c",
+    "events.c",
+    "bad_input.c",
+    "misc.c",
+    "debug.c",
+];
 
 /// Runs the test.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -139,6 +147,8 @@ fn compile(installed: &Installed, exe: &Path, link: Link) -> Result<PathBuf, Str
     cmd.args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
         .arg("-I")
         .arg(installed.include())
+        .arg("-I")
+        .arg(drm_shim(exe)?)
         .arg("-o")
         .arg(exe);
     for s in SOURCES {
@@ -155,6 +165,23 @@ fn compile(installed: &Installed, exe: &Path, link: Link) -> Result<PathBuf, Str
     }
     output(&mut cmd)?;
     Ok(exe.to_path_buf())
+}
+
+/// A directory holding `drm/drm.h` for `hsakmt/linux/kfd_ioctl.h`, which includes the kernel's
+/// `<drm/drm.h>`: Debian ships that header only as libdrm's `<libdrm/drm.h>`, so where
+/// `/usr/include/drm/drm.h` is missing the shim includes libdrm's.
+fn drm_shim(exe: &Path) -> Result<PathBuf, String> {
+    let dir = exe.with_extension("shim");
+    let drm = dir.join("drm");
+    std::fs::create_dir_all(&drm).map_err(|e| format!("creating {}: {e}", drm.display()))?;
+    let text = if Path::new("/usr/include/drm/drm.h").exists() {
+        "#include_next <drm/drm.h>\n"
+    } else {
+        "#include <libdrm/drm.h>\n"
+    };
+    let file = drm.join("drm.h");
+    std::fs::write(&file, text).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    Ok(dir)
 }
 
 fn compile_dtif(installed: &Installed, exe: &Path) -> Result<PathBuf, String> {

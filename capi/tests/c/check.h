@@ -71,6 +71,9 @@ void test_register(void);
 void test_queues(void);
 void test_events(void);
 void test_unsupported(void);
+void test_debugger(void);
+void test_counters(void);
+void test_smi(void);
 void test_bad_input(void);
 void test_threads(void);
 

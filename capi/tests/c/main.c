@@ -203,6 +203,9 @@ int main(int argc, char **argv)
     survey();
     test_topology();
     test_unsupported();
+    test_debugger();
+    test_counters();
+    test_smi();
 
     if (g_sys.topology_only)
         printf("note: GPU nodes without gpu_id (a topology capture): only topology, bad input "

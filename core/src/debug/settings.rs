@@ -31,6 +31,18 @@ impl RuntimeState {
             v => Self::Other(v),
         }
     }
+
+    /// The `runtime_state` value.
+    #[must_use]
+    pub const fn raw(self) -> u32 {
+        match self {
+            Self::Disabled => DEBUG_RUNTIME_STATE_DISABLED,
+            Self::Enabled => DEBUG_RUNTIME_STATE_ENABLED,
+            Self::EnabledBusy => DEBUG_RUNTIME_STATE_ENABLED_BUSY,
+            Self::EnabledError => DEBUG_RUNTIME_STATE_ENABLED_ERROR,
+            Self::Other(v) => v,
+        }
+    }
 }
 
 /// What the kernel saved of the runtime (`struct kfd_runtime_info`): what a debugger learns at
