@@ -47,6 +47,55 @@ static int contains(const HSAuint32 *ids, HSAuint32 n, HSAuint32 id)
     return 0;
 }
 
+/* A queue of the debugged process: reported by hsaKmtDbgGetQueueData (which suspends it), then
+ * resumed, suspended and resumed again through hsaKmtDebugTrapIoctl by its HSA_QUEUEID. */
+static void queue_control(void)
+{
+    void *ring = alloc_ok(g_sys.cpu, 4096, mem_flags(1, 1));
+    if (!ring)
+        return;
+    EXPECT_OK(hsaKmtMapMemoryToGPU(ring, 4096, NULL));
+    HsaQueueResource res;
+    memset(&res, 0, sizeof res);
+    EXPECT_OK(hsaKmtCreateQueue(g_sys.gpu, HSA_QUEUE_COMPUTE, 100, HSA_QUEUE_PRIORITY_NORMAL, ring,
+                                4096, NULL, &res));
+    void *data = NULL;
+    HSAuint32 n = 0, entry = 0, qid = 0;
+    EXPECT_OK(hsaKmtDbgGetQueueData(&data, &n, &entry, true));
+    if (data) {
+        struct kfd_queue_snapshot_entry *q = data;
+        CHECK(n == 1 && q[0].gpu_id == g_sys.gpu_props.KFDGpuID &&
+                  q[0].ring_base_address == (HSAuint64)(uintptr_t)ring && q[0].ring_size == 4096,
+              "queue data: %u entries, gpu_id %u ring %#llx", n, n ? q[0].gpu_id : 0,
+              n ? (unsigned long long)q[0].ring_base_address : 0);
+        qid = n ? q[0].queue_id : 0;
+        free(data);
+    }
+    const HSAuint32 ops[3] = { KFD_IOC_DBG_TRAP_RESUME_QUEUES, KFD_IOC_DBG_TRAP_SUSPEND_QUEUES,
+                               KFD_IOC_DBG_TRAP_RESUME_QUEUES };
+    for (int i = 0; i < 3; i++) {
+        HSAuint32 ids[1] = { 0 };
+        struct kfd_ioctl_dbg_trap_args a;
+        memset(&a, 0, sizeof a);
+        a.pid = (HSAuint32)getpid();
+        a.op = ops[i];
+        if (ops[i] == KFD_IOC_DBG_TRAP_SUSPEND_QUEUES) {
+            a.suspend_queues.queue_array_ptr = (HSAuint64)(uintptr_t)ids;
+            a.suspend_queues.num_queues = 1;
+        } else {
+            a.resume_queues.queue_array_ptr = (HSAuint64)(uintptr_t)ids;
+            a.resume_queues.num_queues = 1;
+        }
+        HSAuint64 ret = 7;
+        EXPECT_OK(hsaKmtDebugTrapIoctl(&a, &res.QueueId, &ret));
+        CHECK(ret == 1 && ids[0] == qid, "op %u: returned %lld, id %#x (queue %u)", ops[i],
+              (long long)ret, ids[0], qid);
+    }
+    EXPECT_OK(hsaKmtDestroyQueue(res.QueueId));
+    EXPECT_OK(hsaKmtUnmapMemoryToGPU(ring));
+    EXPECT_OK(hsaKmtFreeMemory(ring, 4096));
+}
+
 /* A self-debugging session: runtime info, device and queue snapshots, DBG_TRAP operations. */
 static void session(void)
 {
@@ -136,6 +185,8 @@ static void session(void)
     /* Another process is not ours to debug this way. */
     a.pid = 0x7FFFFFF0;
     EXPECT(HSAKMT_STATUS_ERROR, hsaKmtDebugTrapIoctl(&a, NULL, &ret));
+
+    queue_control();
 
     EXPECT_OK(hsaKmtDbgDisable());
     EXPECT(HSAKMT_STATUS_ERROR, hsaKmtDbgDisable());

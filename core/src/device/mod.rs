@@ -164,6 +164,12 @@ impl fmt::Display for Error {
                 "the kernel's KFD interface is version {}.{}; this library speaks major {}",
                 kernel.major, kernel.minor, KFD_IOCTL_MAJOR_VERSION
             ),
+            // The kernel is new enough: what is missing is on the machine (firmware).
+            Self::NotSupported { feature, needs_minor, kernel }
+                if kernel.major == 1 && kernel.minor >= *needs_minor =>
+            {
+                write!(f, "not supported: this machine lacks {feature}")
+            }
             Self::NotSupported { feature, needs_minor, kernel } => write!(
                 f,
                 "{feature} needs KFD interface 1.{needs_minor}, the kernel has {}.{}",

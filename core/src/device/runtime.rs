@@ -107,3 +107,26 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.runtime_caps.0.load(Ordering::Acquire)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uapi::KfdVersion;
+
+    #[test]
+    fn a_missing_feature_on_a_new_enough_kernel_is_not_blamed_on_the_version() {
+        let lacking = |minor| Error::NotSupported {
+            feature: "debugger firmware on every GPU",
+            needs_minor: since::DEBUGGER,
+            kernel: KfdVersion { major: 1, minor },
+        };
+        assert_eq!(
+            lacking(23).to_string(),
+            "not supported: this machine lacks debugger firmware on every GPU"
+        );
+        assert_eq!(
+            lacking(12).to_string(),
+            "debugger firmware on every GPU needs KFD interface 1.13, the kernel has 1.12"
+        );
+    }
+}
