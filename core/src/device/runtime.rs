@@ -112,6 +112,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 mod tests {
     use super::*;
     use crate::uapi::KfdVersion;
+    use std::string::ToString;
 
     #[test]
     fn a_missing_feature_on_a_new_enough_kernel_is_not_blamed_on_the_version() {
