@@ -25,8 +25,11 @@ use crate::types::*;
 const GPU_HEAPS: u32 = 3;
 
 /// `hsaKmtAcquireSystemProperties`: the system's node count and platform ids. The snapshot is
-/// taken at open; the first call of each open also maps each GPU's MMIO-remap page, as
-/// upstream's aperture setup does.
+/// taken at open, and taken again by the first acquire after `hsaKmtReleaseSystemProperties`
+/// (`Kfd::acquire_system_properties`: `HSAKMT_STATUS_ERROR` when the tree's `generation_id`
+/// moved while the process holds memory, queues or events — the library's MMIO-remap pages
+/// among them); the first call of each open also maps each GPU's MMIO-remap page, as upstream's
+/// aperture setup does.
 ///
 /// # Safety
 /// `SystemProperties` is NULL or valid for writes.
@@ -38,6 +41,8 @@ pub unsafe extern "C" fn hsaKmtAcquireSystemProperties(
     let props = tri!(with_kfd!(dev, k => {
         tri!(k.check_open().map_err(|e| device_status("hsaKmtAcquireSystemProperties", &e)));
         require!(SystemProperties, HSAKMT_STATUS_INVALID_PARAMETER);
+        tri!(k.acquire_system_properties()
+            .map_err(|e| device_status("hsaKmtAcquireSystemProperties", &e)));
         super::system::map_mmio(k);
         k.with_topology(system_properties)
             .map_err(|e| device_status("hsaKmtAcquireSystemProperties", &e))
@@ -57,15 +62,19 @@ fn system_properties(t: &Topology) -> HsaSystemProperties {
     }
 }
 
-/// `hsaKmtReleaseSystemProperties`: upstream drops its snapshot and apertures here; this
-/// library keeps them for the life of the open (memory stays valid), so there is nothing to
-/// release.
+/// `hsaKmtReleaseSystemProperties`: the next `hsaKmtAcquireSystemProperties` re-reads the
+/// topology, as upstream's drops its snapshot here; until then the node queries keep answering
+/// from the held snapshot (upstream's fail), and memory, queues and events stay valid.
 ///
 /// # Safety
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtReleaseSystemProperties() -> HSAKMT_STATUS {
-    HSAKMT_STATUS_SUCCESS
+    let dev = tri!(opened());
+    match with_kfd!(dev, k => k.release_system_properties()) {
+        Ok(()) => HSAKMT_STATUS_SUCCESS,
+        Err(e) => device_status("hsaKmtReleaseSystemProperties", &e),
+    }
 }
 
 /// `hsaKmtGetNodeProperties`.
