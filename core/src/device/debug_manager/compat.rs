@@ -87,9 +87,10 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             return Ok(false);
         }
         let mut buf = [0u8; 64];
-        while let Ok(n) = self.platform.read_fd(r, &mut buf) {
-            if n < buf.len() {
-                break;
+        for _ in 0..crate::config::DEBUG_EVENT_DRAIN_READS {
+            match self.platform.read_fd(r, &mut buf) {
+                Ok(n) if n >= buf.len() => {}
+                _ => break,
             }
         }
         Ok(true)
