@@ -19,11 +19,9 @@ use hsakmt_core::pmc::{self, COUNTER_BITS, CounterBlock, CounterKind, PmcBlock, 
 
 use super::status::device_status;
 use super::{opened, require, tri};
+use crate::config::MAX_TRACE_COUNTERS;
 use crate::device::with_kfd;
 use crate::types::*;
-
-/// Most counters one trace registers (upstream's `MAX_COUNTERS`; more is `NO_MEMORY`).
-const MAX_TRACE_COUNTERS: u32 = 512;
 
 /// The `HsaCounterProperties` built for each counter table: the table's address to the
 /// properties' (leaked: callers keep the pointer for the life of the process).
