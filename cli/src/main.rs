@@ -1,4 +1,5 @@
 //! `hsakmt`: the hsakmt-rs command-line tool.
+#![forbid(unsafe_code)]
 
 mod bench;
 mod doctor;

@@ -27,6 +27,13 @@
 //! - [`driver`]: the HSA-style driver abstraction layer above devices: agents, regions, driver
 //!   selection, pools.
 //!
+//! # Logging
+//!
+//! Core logs what a deployed appliance wants to see — topology warnings, retried ioctls and
+//! snapshots, queue errors, GPU memory faults and resets — through one internal shim: `defmt`'s
+//! macros with the `defmt` feature, the `log` facade with the `log` feature, nothing (not even
+//! the formatting) by default.
+//!
 //! # Module names
 //!
 //! A capability that talks to the kernel lives at two levels, and their names say what each
@@ -47,11 +54,20 @@
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
 )]
 
 #[cfg(test)]
 extern crate std;
+
+#[macro_use]
+mod logging;
 
 pub mod code_object;
 pub mod config;

@@ -155,7 +155,8 @@ impl<T, const N: usize> SlotTable<T, N> {
     /// How many slots are in use: live or reserved.
     #[must_use]
     pub const fn used(&self) -> usize {
-        (self.live + self.reserved) as usize
+        // Both count slots of the table (`N < 2^32`).
+        self.live.saturating_add(self.reserved) as usize
     }
 
     /// Claims a free slot and returns its key; the slot holds no value until
@@ -173,10 +174,10 @@ impl<T, const N: usize> SlotTable<T, N> {
         if from_list {
             self.free_head = next;
         } else {
-            self.unused += 1;
+            self.unused = self.unused.saturating_add(1);
         }
         slot.state = State::Reserved;
-        self.reserved += 1;
+        self.reserved = self.reserved.saturating_add(1);
         Ok(SlotKey { index, generation: slot.generation })
     }
 
@@ -188,8 +189,8 @@ impl<T, const N: usize> SlotTable<T, N> {
         match self.slot_mut(key) {
             Some(slot) if matches!(slot.state, State::Reserved) => {
                 slot.state = State::Live(value);
-                self.reserved -= 1;
-                self.live += 1;
+                self.reserved = self.reserved.saturating_sub(1);
+                self.live = self.live.saturating_add(1);
                 Ok(())
             }
             _ => Err(value),
@@ -218,7 +219,7 @@ impl<T, const N: usize> SlotTable<T, N> {
     pub fn release(&mut self, key: SlotKey) -> Result<(), SlotError> {
         match self.slot_mut(key) {
             Some(slot) if matches!(slot.state, State::Reserved) => {
-                self.reserved -= 1;
+                self.reserved = self.reserved.saturating_sub(1);
                 self.free(key.index);
                 Ok(())
             }
@@ -266,15 +267,15 @@ impl<T, const N: usize> SlotTable<T, N> {
         let State::Live(value) = core::mem::replace(&mut slot.state, State::Reserved) else {
             return None;
         };
-        self.live -= 1;
-        self.reserved += 1;
+        self.live = self.live.saturating_sub(1);
+        self.reserved = self.reserved.saturating_add(1);
         Some(value)
     }
 
     /// Removes the value `key` names and frees its slot; every copy of `key` becomes stale.
     pub fn remove(&mut self, key: SlotKey) -> Option<T> {
         let value = self.take(key)?;
-        self.reserved -= 1;
+        self.reserved = self.reserved.saturating_sub(1);
         self.free(key.index);
         Some(value)
     }
@@ -342,10 +343,12 @@ impl<T, const N: usize> SlotTable<T, N> {
                 return Err(Violation::SlotList { slot });
             }
             match s.state {
-                State::Free { .. } => free += usize::from((slot as usize) < unused),
+                State::Free { .. } => {
+                    free = free.saturating_add(usize::from((slot as usize) < unused))
+                }
                 _ if slot as usize >= unused => return Err(Violation::SlotList { slot }),
-                State::Reserved => reserved += 1,
-                State::Live(_) => live += 1,
+                State::Reserved => reserved = reserved.saturating_add(1),
+                State::Live(_) => live = live.saturating_add(1),
             }
         }
         if live != self.live || reserved != self.reserved {
@@ -361,7 +364,7 @@ impl<T, const N: usize> SlotTable<T, N> {
             if steps >= free {
                 return Err(Violation::FreeList { slot: at });
             }
-            steps += 1;
+            steps = steps.saturating_add(1);
             at = next;
         }
         if steps != free {

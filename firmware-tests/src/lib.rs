@@ -1,5 +1,6 @@
 //! Scenario tests of `hsakmt-core` over `hsakmt-sim` (the tests live in `tests/`), and the
 //! helpers they share.
+#![forbid(unsafe_code)]
 
 pub mod isa_support;
 pub mod queue_support;

@@ -50,6 +50,8 @@ unsafe impl rustix::ioctl::Ioctl for Raw {
         self.arg
     }
 
+    // SAFETY: the trait's contract (the ioctl succeeded, the pointer is `as_ptr`'s); nothing
+    // is read through it: the kernel updated the argument in place.
     unsafe fn output_from_ptr(out: IoctlOutput, _: *mut c_void) -> rustix::io::Result<u32> {
         // rustix turned negative results into errors; what is left is >= 0.
         Ok(out.unsigned_abs())

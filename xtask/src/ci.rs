@@ -4,11 +4,13 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, lints, tests, a CI-sized fuzz run, the uapi layout check, the C library's
+/// Runs formatting, tidy, lints, tests, a CI-sized fuzz run, the uapi layout check, the C library's
 /// header check and C test, the kernel code-object check, the no-libc image test and the doc
 /// build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
+    println!("==> tidy (boundaries, unsafe, file length, capacities, stack sizes)");
+    crate::tidy::run(&[])?;
     step(
         "clippy (workspace, all targets)",
         cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
@@ -25,6 +27,10 @@ pub(crate) fn ci() -> Result<(), String> {
             "-D",
             "warnings",
         ]),
+    )?;
+    step(
+        "clippy (core logging through log)",
+        cargo().args(["clippy", "-p", "hsakmt-core", "--features", "log", "--", "-D", "warnings"]),
     )?;
     step(
         "clippy (no_std linux platform)",

@@ -25,6 +25,7 @@ pub(crate) const TARGETS: &[&str] = &[
     "aql",
     "sdma",
     "smi",
+    "queue_sizing",
     "code_object",
     "kernel_replies",
     "cp_pm4",

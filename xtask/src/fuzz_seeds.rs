@@ -48,7 +48,7 @@ impl Seed {
 }
 
 pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
-    let sets: [(&str, Seeds); 11] = [
+    let sets: [(&str, Seeds); 12] = [
         ("topology", topology()?),
         ("apertures", apertures()),
         ("event_data", event_data()),
@@ -56,6 +56,7 @@ pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
         ("aql", aql()?),
         ("sdma", sdma()?),
         ("smi", smi()),
+        ("queue_sizing", queue_sizing()?),
         ("code_object", code_object()?),
         ("cp_pm4", cp_pm4()),
         ("kernel_replies", kernel_replies()),
@@ -156,6 +157,63 @@ fn topology() -> Result<Seeds, String> {
     }
     if seeds.is_empty() {
         return Err(format!("no topology captures under {}", profiles.display()));
+    }
+    Ok(seeds)
+}
+
+/// The `queue_sizing` target's input: a byte picking the queue id and doorbell offset, then a
+/// GPU node's `properties` file: each captured profile's first GPU, and that node retargeted to
+/// the other sizing formulas (gfx10.3 with its control-stack cap, gfx11, gfx12.5 sized by
+/// `max_waves_per_simd`, an APU before gfx9, and kernel-exported `cwsr_size` / `ctl_stack_size`).
+fn queue_sizing() -> Result<Seeds, String> {
+    let profiles = workspace_root().join("platform-sim/profiles");
+    let mut entries: Vec<_> = std::fs::read_dir(&profiles)
+        .map_err(|e| format!("{}: {e}", profiles.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    let mut seeds = Vec::new();
+    let mut first = None;
+    for profile in entries {
+        let nodes = profile.join("topology/nodes");
+        let gpu = (1..64)
+            .map(|n| std::fs::read_to_string(nodes.join(n.to_string()).join("properties")))
+            .filter_map(Result::ok)
+            .find(|p| p.lines().any(|l| l.starts_with("simd_count ") && !l.ends_with(" 0")));
+        let Some(gpu) = gpu else { continue };
+        let name = profile.file_name().map_or("profile".into(), |n| n.to_string_lossy().into());
+        seeds.push((name, [&[0x11u8][..], gpu.as_bytes()].concat()));
+        first.get_or_insert(gpu);
+    }
+    let Some(base) = first else {
+        return Err(format!("no GPU node under {}", profiles.display()));
+    };
+    // The captured node with some keys replaced (or added).
+    let variant = |pick: u8, set: &[(&str, u64)]| {
+        let mut text: String = base
+            .lines()
+            .filter(|l| !set.iter().any(|(k, _)| l.split(' ').next() == Some(*k)))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for (k, v) in set {
+            text.push_str(&format!("{k} {v}\n"));
+        }
+        [&[pick][..], text.as_bytes()].concat()
+    };
+    let gfx = "gfx_target_version";
+    for (name, pick, set) in [
+        ("gfx1030", 0x22, &[(gfx, 100_300), ("simd_arrays_per_engine", 2)][..]),
+        ("gfx1100", 0x33, &[(gfx, 110_000)][..]),
+        ("gfx1250", 0x44, &[(gfx, 120_500), ("max_waves_per_simd", 16)][..]),
+        ("gfx801-apu", 0x55, &[(gfx, 80_001), ("cpu_cores_count", 4)][..]),
+        ("kernel-sizes", 0x66, &[("cwsr_size", 0x12_3000), ("ctl_stack_size", 0x5000)][..]),
+        // A garbled tree: values that overflowed the sizing before it was checked.
+        ("garbled-lds", 0x77, &[("lds_size_in_kb", u64::from(u32::MAX))][..]),
+        ("garbled-waves", 0x88, &[(gfx, 120_500), ("max_waves_per_simd", u64::from(u32::MAX))][..]),
+        ("garbled-xcc", 0x99, &[("num_xcc", u64::from(u32::MAX))][..]),
+    ] {
+        seeds.push((name.to_string(), variant(pick, set)));
     }
     Ok(seeds)
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask`: workspace automation for hsakmt-rs (`cargo xtask` is an alias for
 //! `cargo run --quiet --package xtask --`).
+#![forbid(unsafe_code)]
 
 mod c_header;
 mod c_program;
@@ -13,6 +14,7 @@ mod fuzz_seeds;
 mod image_test;
 mod kernels;
 mod size;
+mod tidy;
 mod tsan;
 mod uapi_check;
 
@@ -21,13 +23,17 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command> [args]
 
 commands:
-  ci           the whole test suite: fmt, clippy -D warnings, tests, fuzz, uapi-check,
+  ci           the whole test suite: fmt, tidy, clippy -D warnings, tests, fuzz, uapi-check,
                capi-check, capi-test, kernels --check, image-test, size, docs
+  tidy         the structural rules over the sources (crate and module boundaries, unsafe
+               and its SAFETY comments, file length, capacities, stack sizes); lists every
+               failure as path:line: [rule] message (rules and exceptions:
+               xtask/src/tidy/policy.rs)
   bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
-               nightly; targets: topology apertures event_data dmabuf_info aql sdma code_object
-               cp_pm4 isa);
+               nightly; targets: topology apertures event_data dmabuf_info aql sdma queue_sizing
+               code_object kernel_replies cp_pm4 isa);
                --write-seeds regenerates core/fuzz/seeds
   size [--json] build the no-libc image and the static `hsakmt`, report their sizes and the
                topology snapshot's (goals: image <= 128 KiB, hsakmt <= 2 MiB)
@@ -57,6 +63,7 @@ fn main() -> ExitCode {
     };
     let result = match command {
         "ci" => ci::ci(),
+        "tidy" => tidy::run(rest),
         "bench" => run(cargo()
             .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--features", "capi-bench"])
             .args(["--", "bench"])

@@ -35,6 +35,7 @@ use super::{opened, require, tri};
 use crate::device::{device, with_kfd};
 use crate::types::*;
 
+// SAFETY: `malloc` is the C library's, with C's signature (the library links against libc).
 unsafe extern "C" {
     /// The C library's allocator: callers `free` what these calls return, as upstream's.
     fn malloc(size: usize) -> *mut c_void;

@@ -1,5 +1,6 @@
 //! Helpers shared by the fuzz targets: a byte reader over the fuzz input and a heap-backed
 //! [`SharedMemory`] for the ring consumers.
+#![forbid(unsafe_code)]
 
 pub mod lying_kernel;
 

@@ -571,7 +571,10 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         loop {
             match self.platform.ioctl(request) {
                 Ok(()) => return Ok(()),
-                Err(e) if e.is_retryable() && tries < IOCTL_RETRIES => tries += 1,
+                Err(e) if e.is_retryable() && tries < IOCTL_RETRIES => {
+                    log_debug!("ioctl {} interrupted ({:?}), retrying", request.name(), e);
+                    tries = tries.saturating_add(1)
+                }
                 Err(errno) => return Err(self.ioctl_failure(request.name(), errno)),
             }
         }

@@ -186,8 +186,10 @@ impl AgentInfo {
                     queue_min_packets: MIN_QUEUE_PACKETS,
                     queue_max_packets: MAX_QUEUE_PACKETS,
                     compute_queues: node.num_cp_queues().unwrap_or(0),
-                    sdma_engines: node.num_sdma_engines().unwrap_or(0)
-                        + node.num_sdma_xgmi_engines().unwrap_or(0),
+                    sdma_engines: node
+                        .num_sdma_engines()
+                        .unwrap_or(0)
+                        .saturating_add(node.num_sdma_xgmi_engines().unwrap_or(0)),
                     features,
                 }
             }

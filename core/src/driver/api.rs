@@ -296,7 +296,7 @@ impl Iterator for Agents<'_> {
     fn next(&mut self) -> Option<AgentInfo> {
         while self.next < self.driver.agent_count() {
             let i = self.next;
-            self.next += 1;
+            self.next = self.next.saturating_add(1);
             if let Some(a) = self.driver.agent(i) {
                 return Some(a);
             }

@@ -126,16 +126,17 @@ impl DriverSummary {
     /// Counts one agent in.
     pub fn add(&mut self, a: &AgentInfo) {
         self.features |= a.features;
-        let work = u64::from(a.compute_units) * u64::from(a.max_clock_mhz);
+        // Two 32-bit factors: the product fits 64 bits.
+        let work = u64::from(a.compute_units).saturating_mul(u64::from(a.max_clock_mhz));
         match a.kind {
             AgentKind::Gpu => {
-                self.gpus += 1;
+                self.gpus = self.gpus.saturating_add(1);
                 self.gpu_cu_mhz = self.gpu_cu_mhz.saturating_add(work);
                 self.local_memory = self.local_memory.saturating_add(a.local_memory_bytes);
                 self.common_gpu_features &= a.features;
             }
             AgentKind::Cpu => {
-                self.cpus += 1;
+                self.cpus = self.cpus.saturating_add(1);
                 self.cpu_core_mhz = self.cpu_core_mhz.saturating_add(work);
             }
         }

@@ -99,7 +99,8 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> SubAllocator<S> {
         let valign =
             (align >> self.shift).max(1).checked_mul(PAGE).ok_or(memory::Error::SizeOverflow)?;
         let block = self.va.alloc(vsize, valign).map_err(|e| self.unscale(e))?;
-        Ok(self.base + (((block.addr - VBASE) / PAGE) << self.shift))
+        // The block lies in the pool's range: its offset from `base` is below `size`.
+        Ok(self.base.saturating_add((block.addr.saturating_sub(VBASE) / PAGE) << self.shift))
     }
 
     /// Frees the allocation at `addr`; returns its size in bytes (rounded to the granule).
@@ -115,7 +116,8 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> SubAllocator<S> {
         if !offset.is_multiple_of(self.granule()) {
             return Err(memory::Error::UnknownAddress { addr });
         }
-        let vaddr = VBASE + (offset >> self.shift) * PAGE;
+        // `offset` < `size`, whose pages were added at construction.
+        let vaddr = VBASE.saturating_add((offset >> self.shift).saturating_mul(PAGE));
         let vsize = self.va.free(vaddr).map_err(|e| match e {
             memory::Error::UnknownAddress { .. } => memory::Error::UnknownAddress { addr },
             other => other,
@@ -127,7 +129,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> SubAllocator<S> {
     pub fn reset(&mut self) {
         self.va.reset();
         // The range was valid at construction, so adding it again cannot fail.
-        let _ = self.va.add_range(VBASE, (self.size >> self.shift) * PAGE);
+        let _ = self.va.add_range(VBASE, (self.size >> self.shift).saturating_mul(PAGE));
     }
 
     /// Translates an allocator error's sizes back into pool bytes.

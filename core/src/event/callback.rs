@@ -211,7 +211,7 @@ impl<const N: usize> CallbackRegistry<N> {
             let Some(dst) = out.get_mut(n) else { break };
             *dst = CallbackId { index: index as u16, generation: slot.generation };
             slot.pinned = slot.pinned.saturating_add(1);
-            n += 1;
+            n = n.saturating_add(1);
         }
         n
     }

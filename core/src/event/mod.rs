@@ -93,7 +93,8 @@ pub const fn mailbox_address(page_base: u64, slot: u32) -> Option<u64> {
     if slot >= EVENT_SLOTS {
         return None;
     }
-    page_base.checked_add(slot as u64 * 8)
+    // `slot` < 4096: the product is small.
+    page_base.checked_add((slot as u64).saturating_mul(8))
 }
 
 /// The kernel's event types (`KFD_IOC_EVENT_*`, matching `HSA_EVENTTYPE`).
@@ -281,7 +282,8 @@ impl Timeout {
     pub const fn as_nanos(self) -> Option<u64> {
         match self {
             Self::Immediate => Some(0),
-            Self::Millis(ms) => Some(ms as u64 * 1_000_000),
+            // A 32-bit count of milliseconds in nanoseconds fits 64 bits.
+            Self::Millis(ms) => Some((ms as u64).saturating_mul(1_000_000)),
             Self::Infinite => None,
         }
     }

@@ -233,7 +233,7 @@ impl<const N: usize> EventTable<N> {
     pub fn check_invariants(&self) -> Result<(), Violation> {
         self.slots.check_invariants()?;
         for (i, (key, a)) in self.slots.iter().enumerate() {
-            for (_, b) in self.slots.iter().skip(i + 1) {
+            for (_, b) in self.slots.iter().skip(i.saturating_add(1)) {
                 let (a, b) = (&a.record, &b.record);
                 let same_slot = a.slot.is_some() && a.slot == b.slot;
                 if a.id == b.id || same_slot {

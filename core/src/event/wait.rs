@@ -116,7 +116,7 @@ impl<const N: usize> WaitSet<N> {
         let i = self.len;
         let slot = self.entries.get_mut(i).ok_or(Error::WaitSetFull)?;
         *slot = Entry { handle: event, age_in: age, ..EMPTY };
-        self.len += 1;
+        self.len = self.len.saturating_add(1);
         self.result = None;
         Ok(i)
     }
@@ -261,6 +261,9 @@ impl<const N: usize> WaitSet<N> {
             };
             if e.fired == Fired::Yes {
                 e.data = decode(e.event_type, k, &node_of);
+                if let Some(data) = &e.data {
+                    log_warn!("GPU exception: {:?}", data);
+                }
             }
         }
         // A completed wait-any activated at least one event: if only one could have been, it

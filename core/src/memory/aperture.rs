@@ -263,7 +263,8 @@ impl ApertureConfig {
     /// Bytes of guard after each allocation.
     #[must_use]
     pub const fn guard_bytes(&self) -> u64 {
-        self.guard_pages as u64 * PAGE_SIZE
+        // A 32-bit page count times 4 KiB fits 64 bits.
+        (self.guard_pages as u64).saturating_mul(PAGE_SIZE)
     }
 
     /// The aperture's minimum alignment (at least a page).
@@ -329,7 +330,8 @@ pub fn plan_allocation(
                 align <<= 1;
             }
             let phase = if orig_align <= PAGE_SIZE {
-                (align - (size & (align - 1))) & (align - 1)
+                // `align` is a power of two: the distance to the next multiple, modulo `align`.
+                align.wrapping_sub(size & align.wrapping_sub(1)) & align.wrapping_sub(1)
             } else {
                 0
             };
@@ -453,7 +455,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> Aperture<S> {
         if !c.min_align().is_power_of_two() {
             return Err(Error::BadAlignment { align: c.align });
         }
-        let size = (c.limit - c.base).checked_add(1).ok_or(Error::SizeOverflow)?;
+        let size = c.limit.saturating_sub(c.base).checked_add(1).ok_or(Error::SizeOverflow)?;
         self.va.reset();
         if c.source == VaSource::Reserved {
             self.va.add_range(c.base, size)?;
@@ -554,7 +556,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> Aperture<S> {
     pub fn check_invariants(&self) -> Result<(), Violation> {
         self.va.check_invariants()?;
         for (base, size) in self.va.ranges() {
-            if !self.contains(base) || !self.contains(base + (size - 1)) {
+            if !self.contains(base) || !self.contains(base.saturating_add(size.saturating_sub(1))) {
                 return Err(Violation::RangeTiling { slot: u32::MAX });
             }
         }
@@ -585,7 +587,8 @@ impl ReportedAperture {
     /// Size in bytes (0 if invalid).
     #[must_use]
     pub const fn size(&self) -> u64 {
-        if self.is_valid() { self.limit - self.base + 1 } else { 0 }
+        // Valid: `base < limit`, so the size is at least 2 and at most 2^64 − 1.
+        if self.is_valid() { self.limit.saturating_sub(self.base).saturating_add(1) } else { 0 }
     }
 
     /// Whether `addr` lies in the aperture.

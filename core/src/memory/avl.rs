@@ -98,7 +98,7 @@ fn less<T: Tree>(t: &T, a: u32, b: u32) -> bool {
 /// Recomputes the height (and subtree maximum) of `x`; returns whether either changed.
 fn update<T: TreeMut>(t: &mut T, x: u32) -> bool {
     let l = t.links(x);
-    let h = 1 + height(t, l.left).max(height(t, l.right));
+    let h = height(t, l.left).max(height(t, l.right)).saturating_add(1);
     let mut changed = h != l.height;
     if let Some(m) = t.links_mut(x) {
         m.height = h;
@@ -154,7 +154,7 @@ fn rotate_right<T: TreeMut>(t: &mut T, x: u32) -> u32 {
 /// Restores the AVL balance at `x` (whose height is up to date); returns the subtree's root.
 fn rebalance<T: TreeMut>(t: &mut T, x: u32) -> u32 {
     let l = t.links(x);
-    let bf = i32::from(height(t, l.left)) - i32::from(height(t, l.right));
+    let bf = i32::from(height(t, l.left)).saturating_sub(i32::from(height(t, l.right)));
     if bf > 1 {
         let c = t.links(l.left);
         if height(t, c.left) < height(t, c.right) {
@@ -185,7 +185,7 @@ fn retrace<T: TreeMut>(t: &mut T, mut x: u32, early_exit: bool) {
             continue;
         }
         // Balanced here: only the height (and maximum) can change.
-        let h = 1 + hl.max(hr);
+        let h = hl.max(hr).saturating_add(1);
         let mut changed = h != l.height;
         if changed && let Some(m) = t.links_mut(x) {
             m.height = h;
@@ -496,7 +496,7 @@ pub(crate) fn check<T: Tree>(t: &T, limit: u32) -> Result<u32, Violation> {
     let mut prev = NIL;
     let mut cur = first(t);
     while let Some(x) = cur {
-        count += 1;
+        count = count.saturating_add(1);
         if count > limit {
             return Err(Violation::Index { slot: x });
         }
@@ -510,7 +510,7 @@ pub(crate) fn check<T: Tree>(t: &T, limit: u32) -> Result<u32, Violation> {
             }
         }
         let (hl, hr) = (height(t, l.left), height(t, l.right));
-        if l.height != 1 + hl.max(hr) || hl.abs_diff(hr) > 1 {
+        if l.height != hl.max(hr).saturating_add(1) || hl.abs_diff(hr) > 1 {
             return Err(Violation::Index { slot: x });
         }
         if T::INTERVAL {

@@ -41,26 +41,15 @@
 //! error. `reset`/`init`/`clear` re-initialise a table in place.
 //!
 //! # Cost
-//! Measured on the development VM (2 vCPUs at 2.3 GHz, shared and loaded; release build;
-//! every sample includes one `Instant` pair, ≈ 23–30 ns) with 100,000 live allocations:
-//! - **Through the device facade, steady state** (`hsakmt bench memory`, rows
-//!   `memory.bookkeeping.{vram_4k,vram_2m,host_64k}.live_100k`: `Kfd::alloc_memory` +
-//!   `Kfd::free` over a platform answering instantly): p50 ≈ 88–90 ns on a quiet machine
-//!   (≈ 105–120 ns while other jobs load it), p99 ≈ 110–250 ns, p99.9 ≈ 120–360 ns; before the
-//!   recycle cache p50 ≈ 250–360 ns quiet (≈ 450 ns loaded). A repeated allocation of one shape is served by
-//!   the memory manager's recycle cache: the table part (revive, lookup, retire) takes
-//!   p50 ≈ 44 ns with the timer (`bookkeeping_cost`, "recycled"); of the ≈ 57 ns a pair costs
-//!   without the timer, about 25 ns are the three acquisitions of the memory lock (an atomic
-//!   read-modify-write each, ≈ 8 ns here: the floor of a design that never holds the lock
-//!   across an ioctl), the rest the facade's checks, two platform calls and the allocation
-//!   result. The maximum of a 20,000-sample run is whatever the host's scheduler and interrupts
-//!   add (3 µs to ms on this VM; 0.44 µs in a run that happened to see neither); the code's own
-//!   worst cases are below.
-//! - **Without the cache** (a new shape, or right after a flush): aperture allocation, object
-//!   insertion, lookup by address, object removal, aperture release — p50 ≈ 140–150 ns,
-//!   p99 ≈ 230–320 ns; the `VaAllocator` alone ≈ 110 ns and the `ObjectTable` alone ≈ 100 ns.
-//!   When every step lands on a random, cache-cold place (freeing a random one of the
-//!   100,000), p50 is ≈ 1–2 µs, dominated by cache misses.
+//! Measured figures live with the benchmarks, not here: `hsakmt bench memory` (rows
+//! `memory.bookkeeping.*`: `Kfd::alloc_memory` + `Kfd::free` over a platform answering
+//! instantly, with and without the recycle cache) and the ignored `cost` tests
+//! (`cargo test -p hsakmt-core --release -- --ignored --nocapture --test-threads=1 cost`: the
+//! `VaAllocator` and `ObjectTable` alone, at 100,000 live allocations). What the code
+//! guarantees:
+//! - A repeated allocation of one shape is served by the memory manager's recycle cache: the
+//!   table part is a revive, a lookup and a retire, and the memory lock is taken three times,
+//!   never across an ioctl.
 //! - **Worst cases**, independent of the number of live allocations: a cache hit is `O(1)`
 //!   plus settling the frees published since the last lock (at most 16 pending ones, each
 //!   `O(1)` into the cache, or one removal when the cache cannot take it); a miss is bounded by the TLSF and AVL bounds of [`va`] and
@@ -68,9 +57,6 @@
 //!   [`RECYCLE_CAPACITY`](crate::device::memory_manager::RECYCLE_CAPACITY) (64) allocations, `O(H)`
 //!   each — only when an aperture, its descriptors or the object slots run out, on
 //!   `trim_memory` and on close (a new shape evicts one cached allocation at most).
-//!
-//! Reproduce with `cargo build --release -p hsakmt-cli && target/release/hsakmt bench memory`
-//! and `cargo test -p hsakmt-core --release -- --ignored --nocapture --test-threads=1 cost`.
 
 use core::fmt;
 
@@ -466,8 +452,9 @@ impl core::error::Error for Violation {}
 
 /// Rounds `value` up to a multiple of `align` (a power of two), or `None` on overflow.
 pub(crate) const fn align_up(value: u64, align: u64) -> Option<u64> {
-    match value.checked_add(align - 1) {
-        Some(v) => Some(v & !(align - 1)),
+    let mask = align.wrapping_sub(1);
+    match value.checked_add(mask) {
+        Some(v) => Some(v & !mask),
         None => None,
     }
 }

@@ -95,7 +95,8 @@ impl NodeSet {
     /// The number of ids in the set.
     #[must_use]
     pub const fn len(&self) -> u32 {
-        self.words[0].count_ones() + self.words[1].count_ones()
+        // At most 128.
+        self.words[0].count_ones().saturating_add(self.words[1].count_ones())
     }
 
     /// Whether the set is empty.
@@ -184,10 +185,11 @@ impl Iterator for NodeSetIter {
         while let Some(w) = self.words.get_mut(self.word) {
             if *w != 0 {
                 let bit = w.trailing_zeros();
-                *w &= *w - 1;
-                return Some(self.word as u32 * 64 + bit);
+                *w &= w.wrapping_sub(1);
+                // At most 127.
+                return Some((self.word as u32).saturating_mul(64).saturating_add(bit));
             }
-            self.word += 1;
+            self.word = self.word.saturating_add(1);
         }
         None
     }

@@ -132,7 +132,7 @@ impl<K: PartialEq, I: Clone, V: Copy, const BINS: usize, const DEPTH: usize, con
         let top = len.checked_sub(1)?;
         let v = self.items.get_mut(b)?.get_mut(top as usize)?.take()?;
         *len = top;
-        self.len -= 1;
+        self.len = self.len.saturating_sub(1);
         Some(v)
     }
 
@@ -171,8 +171,8 @@ impl<K: PartialEq, I: Clone, V: Copy, const BINS: usize, const DEPTH: usize, con
         };
         let Some(slot) = items.get_mut(*len as usize) else { return Err(v) };
         *slot = Some(v);
-        *len += 1;
-        self.len += 1;
+        *len = (*len).saturating_add(1);
+        self.len = self.len.saturating_add(1);
         self.recent = tag.bin;
         Ok(())
     }
@@ -193,10 +193,10 @@ impl<K: PartialEq, I: Clone, V: Copy, const BINS: usize, const DEPTH: usize, con
         if let Some(b) = unused.or_else(|| self.lens.iter().position(|&l| l == 0)) {
             return (self.claim(b, key, info()), None);
         }
-        let victim = self.hand as usize % BINS.max(1);
+        let victim = (self.hand as usize).checked_rem(BINS).unwrap_or(0);
         let evicted = self.pop_from(victim);
         if self.lens.get(victim) == Some(&0) {
-            self.hand = ((victim + 1) % BINS.max(1)) as u32;
+            self.hand = victim.saturating_add(1).checked_rem(BINS).unwrap_or(0) as u32;
             return (self.claim(victim, key, info()), evicted);
         }
         (None, evicted)
@@ -281,10 +281,12 @@ impl<K: PartialEq, I: Clone, V: Copy, const BINS: usize, const DEPTH: usize, con
             if len > 0 && key.is_none() {
                 return Err(bad);
             }
-            if key.is_some_and(|k| self.keys.iter().skip(b + 1).any(|o| o.as_ref() == Some(k))) {
+            if key.is_some_and(|k| {
+                self.keys.iter().skip(b.saturating_add(1)).any(|o| o.as_ref() == Some(k))
+            }) {
                 return Err(bad);
             }
-            total += len;
+            total = total.saturating_add(len);
         }
         if total != self.len || total > Self::CAPACITY {
             return Err(Violation::Counter);

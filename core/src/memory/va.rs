@@ -254,7 +254,7 @@ impl<S> VaAllocator<S> {
     /// Bytes in all ranges.
     #[must_use]
     pub const fn total_bytes(&self) -> u64 {
-        self.free_bytes + self.used_bytes
+        self.free_bytes.saturating_add(self.used_bytes)
     }
 
     /// Descriptors currently describing blocks (free and used).
@@ -276,7 +276,7 @@ impl<S> VaAllocator<S> {
     pub fn guaranteed_fit(size: u64, align: u64) -> Option<u64> {
         let size = align_up(size.max(1), GRANULE)?;
         let align = align.max(GRANULE);
-        let need = size.checked_add(align - GRANULE)?;
+        let need = size.checked_add(align.saturating_sub(GRANULE))?;
         let (fl, sl) = mapping_search(need >> GRANULE_SHIFT)?;
         Some(class_min(fl, sl) << GRANULE_SHIFT)
     }
@@ -287,9 +287,11 @@ fn mapping_insert(g: u64) -> (usize, usize) {
     if g < SL_COUNT as u64 {
         (0, g as usize)
     } else {
-        let t = 63 - g.leading_zeros();
-        let sl = ((g >> (t - SL_LOG2)) as usize) - SL_COUNT;
-        ((t - SL_LOG2 + 1) as usize, sl)
+        // `g >= SL_COUNT`: its top bit `t` is at least SL_LOG2, and the SL_LOG2 bits below
+        // it hold at least SL_COUNT.
+        let t = 63u32.saturating_sub(g.leading_zeros());
+        let sl = ((g >> t.saturating_sub(SL_LOG2)) as usize).saturating_sub(SL_COUNT);
+        (t.saturating_sub(SL_LOG2).saturating_add(1) as usize, sl)
     }
 }
 
@@ -298,8 +300,8 @@ fn mapping_search(g: u64) -> Option<(usize, usize)> {
     let g = if g < SL_COUNT as u64 {
         g
     } else {
-        let t = 63 - g.leading_zeros();
-        g.checked_add((1u64 << (t - SL_LOG2)) - 1)?
+        let t = 63u32.saturating_sub(g.leading_zeros());
+        g.checked_add((1u64 << t.saturating_sub(SL_LOG2)).wrapping_sub(1))?
     };
     let (fl, sl) = mapping_insert(g);
     (fl < FL_COUNT).then_some((fl, sl))
@@ -307,12 +309,12 @@ fn mapping_search(g: u64) -> Option<(usize, usize)> {
 
 /// The smallest size (in granules) of class `(fl, sl)`.
 fn class_min(fl: usize, sl: usize) -> u64 {
-    if fl == 0 { sl as u64 } else { ((SL_COUNT + sl) as u64) << (fl - 1) }
+    if fl == 0 { sl as u64 } else { (SL_COUNT.saturating_add(sl) as u64) << fl.saturating_sub(1) }
 }
 
 /// The first address `>= start` that is `≡ phase (mod align)`.
 fn phased(start: u64, align: u64, phase: u64) -> Option<u64> {
-    start.checked_add(phase.wrapping_sub(start) & (align - 1))
+    start.checked_add(phase.wrapping_sub(start) & align.wrapping_sub(1))
 }
 
 impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
@@ -357,7 +359,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     }
 
     fn end(&self, i: u32) -> u64 {
-        self.slot(i).map_or(0, |s| s.links.key + s.size)
+        self.slot(i).map_or(0, |s| s.links.key.saturating_add(s.size))
     }
 
     fn state(&self, i: u32) -> State {
@@ -400,14 +402,14 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     /// Takes a descriptor; the caller checked [`Self::available`].
     fn acquire(&mut self) -> u32 {
-        self.in_use += 1;
+        self.in_use = self.in_use.saturating_add(1);
         if self.recycled != NIL {
             let i = self.recycled;
             self.recycled = self.slot(i).map_or(NIL, |s| s.next_free);
             i
         } else {
             let i = self.hwm;
-            self.hwm += 1;
+            self.hwm = self.hwm.saturating_add(1);
             i
         }
     }
@@ -418,7 +420,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             *s = VaSlot { next_free: next, ..VaSlot::EMPTY };
         }
         self.recycled = i;
-        self.in_use -= 1;
+        self.in_use = self.in_use.saturating_sub(1);
     }
 
     // ---- segregated free lists -----------------------------------------------------------
@@ -470,7 +472,8 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         if m != 0 {
             return Some((fl, m.trailing_zeros() as usize));
         }
-        let above = self.fl_bitmap & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
+        let above =
+            self.fl_bitmap & u64::MAX.checked_shl((fl as u32).saturating_add(1)).unwrap_or(0);
         if above == 0 {
             return None;
         }
@@ -503,13 +506,17 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             let Some((f, s)) = self.find_class(fl, sl) else { break };
             let mut b = self.head(f, s);
             while b != NIL && budget > 0 {
-                budget -= 1;
+                budget = budget.saturating_sub(1);
                 if let Some(a) = self.fit_in(b, size, align, phase) {
                     return Some((b, a));
                 }
                 b = self.slot(b).map_or(NIL, |slot| slot.next_free);
             }
-            (fl, sl) = if s + 1 < SL_COUNT { (f, s + 1) } else { (f + 1, 0) };
+            (fl, sl) = if s.saturating_add(1) < SL_COUNT {
+                (f, s.saturating_add(1))
+            } else {
+                (f.saturating_add(1), 0)
+            };
             if fl >= FL_COUNT {
                 break;
             }
@@ -533,7 +540,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     /// Descriptors needed to carve `[a, a + size)` out of free block `b`.
     fn split_cost(&self, b: u32, a: u64, size: u64) -> u32 {
-        u32::from(a > self.start(b)) + u32::from(a + size < self.end(b))
+        u32::from(a > self.start(b)).saturating_add(u32::from(a.saturating_add(size) < self.end(b)))
     }
 
     /// Turns `[a, a + size)` of free block `b` into a used block; the caller checked that the
@@ -549,7 +556,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             }
             self.set_prev_phys(next, u);
             if let Some(s) = self.slot_mut(b) {
-                s.size = a - b_start;
+                s.size = a.saturating_sub(b_start);
                 s.next_phys = u;
             }
             self.list_push(b);
@@ -564,13 +571,13 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             s.prev_free = NIL;
             s.next_free = NIL;
         }
-        let a_end = a + size;
+        let a_end = a.saturating_add(size);
         if a_end < b_end {
             let f = self.acquire();
             let next = self.next_phys(used);
             if let Some(s) = self.slot_mut(f) {
                 *s = VaSlot {
-                    size: b_end - a_end,
+                    size: b_end.saturating_sub(a_end),
                     prev_phys: used,
                     next_phys: next,
                     ..VaSlot::EMPTY
@@ -588,9 +595,9 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         let pred = self.used_neighbour(used, |s| s.prev_phys);
         let succ = self.used_neighbour(used, |s| s.next_phys);
         avl::insert_hinted(self, used, a, pred, succ);
-        self.live += 1;
-        self.used_bytes += size;
-        self.free_bytes -= size;
+        self.live = self.live.saturating_add(1);
+        self.used_bytes = self.used_bytes.saturating_add(size);
+        self.free_bytes = self.free_bytes.saturating_sub(size);
         used
     }
 
@@ -635,14 +642,17 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         if let Some(r) = self.ranges.get_mut(n) {
             *r = Range { base, end, first: b };
         }
-        self.range_count += 1;
-        self.free_bytes += size;
+        self.range_count = self.range_count.saturating_add(1);
+        self.free_bytes = self.free_bytes.saturating_add(size);
         Ok(())
     }
 
     /// The ranges added, as `(base, size)`, in the order they were added.
     pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.ranges.iter().take(self.range_count as usize).map(|r| (r.base, r.end - r.base))
+        self.ranges
+            .iter()
+            .take(self.range_count as usize)
+            .map(|r| (r.base, r.end.saturating_sub(r.base)))
     }
 
     /// Allocates `size` bytes (rounded up to [`GRANULE`]) at an address aligned to `align`
@@ -682,8 +692,8 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         if !phase.is_multiple_of(GRANULE) {
             return Err(Error::Misaligned { value: phase });
         }
-        let phase = phase & (align - 1);
-        let need = size.checked_add(align - GRANULE).ok_or(Error::SizeOverflow)?;
+        let phase = phase & align.wrapping_sub(1);
+        let need = size.checked_add(align.saturating_sub(GRANULE)).ok_or(Error::SizeOverflow)?;
         let (b, a) =
             self.find_block(need, size, align, phase).ok_or(Error::OutOfSpace { needed: need })?;
         if self.available() < self.split_cost(b, a, size) {
@@ -772,15 +782,15 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     fn release_used(&mut self, u: u32) -> u64 {
         avl::remove(self, u);
         let size = self.size(u);
-        self.live -= 1;
-        self.used_bytes -= size;
-        self.free_bytes += size;
+        self.live = self.live.saturating_sub(1);
+        self.used_bytes = self.used_bytes.saturating_sub(size);
+        self.free_bytes = self.free_bytes.saturating_add(size);
         let next = self.next_phys(u);
         if self.state(next) == State::Free {
             self.list_unlink(next);
             let (n_size, nn) = (self.size(next), self.next_phys(next));
             if let Some(s) = self.slot_mut(u) {
-                s.size += n_size;
+                s.size = s.size.saturating_add(n_size);
                 s.next_phys = nn;
             }
             self.set_prev_phys(nn, u);
@@ -792,7 +802,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             self.list_unlink(prev);
             let (u_size, nn) = (self.size(u), self.next_phys(u));
             if let Some(s) = self.slot_mut(prev) {
-                s.size += u_size;
+                s.size = s.size.saturating_add(u_size);
                 s.next_phys = nn;
             }
             self.set_prev_phys(nn, prev);
@@ -823,7 +833,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         if self.fl_bitmap == 0 {
             return 0;
         }
-        let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
+        let fl = 63usize.saturating_sub(self.fl_bitmap.leading_zeros() as usize);
         let Some(sl) = 31usize.checked_sub(self.sl_map(fl).leading_zeros() as usize) else {
             return 0;
         };
@@ -849,10 +859,10 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             if self.state(r) != State::Unused || r >= self.hwm || recycled > cap {
                 return Err(Violation::SlotList { slot: r });
             }
-            recycled += 1;
+            recycled = recycled.saturating_add(1);
             r = self.slot(r).map_or(NIL, |s| s.next_free);
         }
-        if self.in_use + recycled != self.hwm || self.hwm > cap {
+        if self.in_use.saturating_add(recycled) != self.hwm || self.hwm > cap {
             return Err(Violation::SlotList { slot: self.hwm });
         }
         // Ranges: exact tiling, coalescing, index membership.
@@ -860,7 +870,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         for range in self.ranges.iter().take(self.range_count as usize) {
             let (mut b, mut prev, mut expect, mut steps) = (range.first, NIL, range.base, 0u32);
             while b != NIL {
-                steps += 1;
+                steps = steps.saturating_add(1);
                 let Some(s) = self.slot(b) else { return Err(Violation::RangeTiling { slot: b }) };
                 if steps > cap
                     || s.prev_phys != prev
@@ -879,15 +889,15 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
                         if s.links.height != 0 {
                             return Err(Violation::IndexMembership { slot: b });
                         }
-                        free_blocks += 1;
-                        fb += s.size;
+                        free_blocks = free_blocks.saturating_add(1);
+                        fb = fb.saturating_add(s.size);
                     }
                     State::Used => {
                         if avl::find_key(self, s.links.key) != Some(b) {
                             return Err(Violation::IndexMembership { slot: b });
                         }
-                        used_blocks += 1;
-                        ub += s.size;
+                        used_blocks = used_blocks.saturating_add(1);
+                        ub = ub.saturating_add(s.size);
                     }
                 }
                 expect = expect.checked_add(s.size).ok_or(Violation::RangeTiling { slot: b })?;
@@ -898,7 +908,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
                 return Err(Violation::RangeTiling { slot: prev });
             }
         }
-        if free_blocks + used_blocks != self.in_use
+        if free_blocks.saturating_add(used_blocks) != self.in_use
             || used_blocks != self.live
             || fb != self.free_bytes
             || ub != self.used_bytes
@@ -919,7 +929,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
                 }
                 let (mut b, mut prev) = (head, NIL);
                 while let Some(s) = self.slot(b) {
-                    listed += 1;
+                    listed = listed.saturating_add(1);
                     if listed > free_blocks
                         || s.state != State::Free
                         || s.prev_free != prev

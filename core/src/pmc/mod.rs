@@ -261,9 +261,11 @@ impl TraceRequest {
                 return Err(Error::InvalidCounters);
             }
         }
-        let bytes = u64::from(registered) * u64::from(COUNTER_BITS / 8);
+        // At most one counter per entry of a slice: far from overflowing.
+        let bytes = u64::from(registered).saturating_mul(u64::from(COUNTER_BITS / 8));
         let page = crate::memory::PAGE_SIZE;
-        Ok(Self { min_buffer_bytes: bytes.div_ceil(page) * page, passes: 1, counters: registered })
+        let min_buffer_bytes = bytes.div_ceil(page).saturating_mul(page);
+        Ok(Self { min_buffer_bytes, passes: 1, counters: registered })
     }
 }
 

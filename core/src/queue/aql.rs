@@ -640,7 +640,9 @@ impl Pm4IndirectBuffer {
         }
         for (i, q) in w.qw.iter().enumerate().take(6).skip(2) {
             if *q != 0 {
-                return Err(AqlError::ReservedNonZero { byte: (8 + 8 * i) as u8 });
+                return Err(AqlError::ReservedNonZero {
+                    byte: (i as u8).saturating_mul(8).saturating_add(8),
+                });
             }
         }
         let p = Pm4IndirectBuffer {

@@ -42,6 +42,7 @@ pub const PAGE_SIZE: u64 = 4096;
 pub const CONTEXT_SAVE_AREA_HEADER_SIZE: usize = 40;
 
 pub use crate::topology::GfxVersion;
+use crate::topology::NodeProperties;
 
 const GFX_CARRIZO: u32 = 0x08_0001;
 const GFX_TONGA: u32 = 0x08_0002;
@@ -112,6 +113,9 @@ pub enum QueueParamError {
     UnsupportedGfx,
     /// A computed size does not fit 32 bits.
     Overflow,
+    /// The node's facts contradict each other: its control stack (`ctl_stack_size`) does not
+    /// fit its save area (`cwsr_size`, or the size computed for it).
+    InconsistentNodeFacts,
 }
 
 impl fmt::Display for QueueParamError {
@@ -131,6 +135,9 @@ impl fmt::Display for QueueParamError {
             }
             Self::UnsupportedGfx => f.write_str("gfx version unknown to the context-save formulas"),
             Self::Overflow => f.write_str("computed size overflows 32 bits"),
+            Self::InconsistentNodeFacts => {
+                f.write_str("node facts inconsistent (ctl_stack_size exceeds the save area)")
+            }
         }
     }
 }
@@ -140,7 +147,7 @@ impl Error for QueueParamError {
         match self {
             Self::RingMisaligned => ErrorKind::Misaligned,
             Self::UnsupportedGfx => ErrorKind::NotSupported,
-            Self::MissingNodeFact => ErrorKind::Malformed,
+            Self::MissingNodeFact | Self::InconsistentNodeFacts => ErrorKind::Malformed,
             Self::BufferTooSmall => ErrorKind::CapacityExhausted,
             _ => ErrorKind::InvalidArgument,
         }
@@ -252,17 +259,19 @@ pub fn validate_cu_mask(
     }
     let mut any = false;
     for (i, &w) in mask.iter().take(words).enumerate() {
-        let base = i as u32 * 32;
+        // `i` < 32 (at most 1024 bits): the products and sums stay far below 2^32.
+        let base = (i as u32).saturating_mul(32);
         let allowed = if cu_count <= base {
             0
-        } else if cu_count - base >= 32 {
+        } else if cu_count.saturating_sub(base) >= 32 {
             u32::MAX
         } else {
-            (1u32 << (cu_count - base)) - 1
+            (1u32 << cu_count.saturating_sub(base)).wrapping_sub(1)
         };
         let extra = w & !allowed;
         if extra != 0 {
-            return Err(QueueParamError::CuMaskOutOfRange { bit: base + extra.trailing_zeros() });
+            let bit = base.saturating_add(extra.trailing_zeros());
+            return Err(QueueParamError::CuMaskOutOfRange { bit });
         }
         any |= w != 0;
     }
@@ -276,15 +285,17 @@ pub fn validate_cu_mask(
 /// bit count (`cu_count` rounded up to a multiple of 32).
 ///
 /// # Errors
-/// [`QueueParamError::BufferTooSmall`] when `out` has fewer than `ceil(cu_count / 32)` words.
+/// [`QueueParamError::BufferTooSmall`] when `out` has fewer than `ceil(cu_count / 32)` words;
+/// [`QueueParamError::Overflow`] when the bit count does not fit 32 bits.
 pub fn default_cu_mask(cu_count: u32, out: &mut [u32]) -> Result<u32, QueueParamError> {
     let words = cu_count.div_ceil(32) as usize;
     let out = out.get_mut(..words).ok_or(QueueParamError::BufferTooSmall)?;
     for (i, w) in out.iter_mut().enumerate() {
-        let left = cu_count - i as u32 * 32;
-        *w = if left >= 32 { u32::MAX } else { (1u32 << left) - 1 };
+        // `i` < `words`, so `i × 32` < `cu_count`.
+        let left = cu_count.saturating_sub((i as u32).saturating_mul(32));
+        *w = if left >= 32 { u32::MAX } else { (1u32 << left).wrapping_sub(1) };
     }
-    Ok(words as u32 * 32)
+    (words as u32).checked_mul(32).ok_or(QueueParamError::Overflow)
 }
 
 /// Bytes per doorbell: 8 on gfx9+ (SOC15), else 4.
@@ -296,7 +307,7 @@ pub const fn doorbell_size(gfx: GfxVersion) -> u32 {
 /// Bytes of the doorbell page to map: 1024 doorbells, at least one host page.
 #[must_use]
 pub const fn doorbell_page_size(gfx: GfxVersion) -> u64 {
-    let s = DOORBELLS_PER_PAGE * doorbell_size(gfx) as u64;
+    let s = DOORBELLS_PER_PAGE.saturating_mul(doorbell_size(gfx) as u64);
     if s < PAGE_SIZE { PAGE_SIZE } else { s }
 }
 
@@ -321,7 +332,8 @@ pub const fn doorbell_location(
     queue_id: u32,
 ) -> DoorbellLocation {
     if gfx.full() >= GFX_VEGA10 {
-        let mask = DOORBELLS_PER_PAGE * doorbell_size(gfx) as u64 - 1;
+        // The page of doorbells is a power of two: 8 KiB.
+        let mask = DOORBELLS_PER_PAGE.saturating_mul(doorbell_size(gfx) as u64).wrapping_sub(1);
         DoorbellLocation {
             mmap_offset: kfd_doorbell_offset & !mask,
             offset_in_page: kfd_doorbell_offset & mask,
@@ -329,7 +341,8 @@ pub const fn doorbell_location(
     } else {
         DoorbellLocation {
             mmap_offset: kfd_doorbell_offset,
-            offset_in_page: queue_id as u64 * doorbell_size(gfx) as u64,
+            // A 32-bit id times 4 fits 64 bits.
+            offset_in_page: (queue_id as u64).saturating_mul(doorbell_size(gfx) as u64),
         }
     }
 }
@@ -387,6 +400,32 @@ impl Default for GfxVersion {
 }
 
 impl QueueNodeFacts {
+    /// The facts of a GPU node at gfx version `gfx`, from its `properties` file as read by the
+    /// topology; an absent key reads as 0 (as libhsakmt's zeroed `HsaNodeProperties`). The
+    /// values are taken as the tree gives them: [`context_save_sizes`] checks every step.
+    #[must_use]
+    pub const fn from_properties(gfx: GfxVersion, p: &NodeProperties) -> Self {
+        /// The value, or 0 when the key is absent.
+        const fn or_zero(v: Option<u32>) -> u32 {
+            match v {
+                Some(v) => v,
+                None => 0,
+            }
+        }
+        QueueNodeFacts {
+            gfx,
+            simd_count: or_zero(p.simd_count()),
+            simd_per_cu: or_zero(p.simd_per_cu()),
+            num_xcc: or_zero(p.num_xcc()),
+            array_count: or_zero(p.array_count()),
+            simd_arrays_per_engine: or_zero(p.simd_arrays_per_engine()),
+            lds_size_in_kb: or_zero(p.lds_size_in_kb()),
+            max_waves_per_simd: or_zero(p.max_waves_per_simd()),
+            cwsr_size: or_zero(p.cwsr_size()),
+            ctl_stack_size: or_zero(p.ctl_stack_size()),
+        }
+    }
+
     /// CUs on the node: `simd_count / simd_per_cu` (0 when `simd_per_cu` is 0).
     #[must_use]
     pub const fn cu_count(&self) -> u32 {
@@ -421,12 +460,13 @@ impl ContextSaveSizes {
     /// `total_size` rounded up to a page: the allocation size.
     #[must_use]
     pub const fn alloc_size(&self) -> u64 {
-        page_align(self.total_size as u64)
+        // A 32-bit size rounded up to a page fits 64 bits.
+        (self.total_size as u64).next_multiple_of(PAGE_SIZE)
     }
 }
 
-const fn page_align(v: u64) -> u64 {
-    (v + PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
+const fn page_align(v: u64) -> Option<u64> {
+    v.checked_next_multiple_of(PAGE_SIZE)
 }
 
 const fn vgpr_size_per_cu(v: u32) -> Option<u64> {
@@ -472,33 +512,55 @@ const fn sgpr_size_per_cu(v: u32) -> Option<u64> {
 /// `wg = cu × (vgpr + sgpr + lds_size_in_kb × 1024 + hwreg)` per gfx;
 /// `ctx = ctl + page_align(wg)`; `debug = align64(waves × 32)` (always the local formula).
 ///
+/// Every value comes from the node's sysfs `properties`, so every step is checked: a garbled
+/// tree (a huge `lds_size_in_kb` or `max_waves_per_simd`) is an error, never a wrapped size.
+///
 /// # Errors
 /// [`QueueParamError::MissingNodeFact`] when `simd_arrays_per_engine` is 0 on a pre-gfx10
-/// node, [`QueueParamError::UnsupportedGfx`] past gfx12.5, [`QueueParamError::Overflow`].
+/// node, [`QueueParamError::UnsupportedGfx`] past gfx12.5, [`QueueParamError::Overflow`] when
+/// a size does not fit (the total must fit 32 bits),
+/// [`QueueParamError::InconsistentNodeFacts`] when the control stack exceeds the save area.
 pub const fn context_save_sizes(
     node: &QueueNodeFacts,
 ) -> Result<Option<ContextSaveSizes>, QueueParamError> {
+    /// The value of a checked step, or the overflow error.
+    macro_rules! checked {
+        ($e:expr) => {
+            match $e {
+                Some(v) => v,
+                None => return Err(QueueParamError::Overflow),
+            }
+        };
+    }
     let v = node.gfx.full();
     if v < GFX_CARRIZO || node.simd_count == 0 || node.simd_per_cu == 0 {
         return Ok(None);
     }
     let xcc = node.xcc();
-    let cu = (node.simd_count / node.simd_per_cu / xcc) as u64;
+    // Divisors checked non-zero above (`xcc` is at least 1).
+    let cu =
+        checked!(checked!(node.simd_count.checked_div(node.simd_per_cu)).checked_div(xcc)) as u64;
     let waves = if v < GFX_NAVI10 {
         if node.simd_arrays_per_engine == 0 {
             return Err(QueueParamError::MissingNodeFact);
         }
-        let banks = (node.array_count / node.simd_arrays_per_engine) as u64;
-        let cap = banks / node.simd_arrays_per_engine as u64 * 512;
-        let w = cu * 40;
+        let per_engine = node.simd_arrays_per_engine as u64;
+        let banks = checked!((node.array_count as u64).checked_div(per_engine));
+        let cap = checked!(checked!(banks.checked_div(per_engine)).checked_mul(512));
+        let w = checked!(cu.checked_mul(40));
         if w < cap { w } else { cap }
     } else if v < GFX_1250 {
-        cu * 32
+        checked!(cu.checked_mul(32))
     } else {
-        cu * node.simd_per_cu as u64 * node.max_waves_per_simd as u64
+        let per_cu =
+            checked!((node.simd_per_cu as u64).checked_mul(node.max_waves_per_simd as u64));
+        checked!(cu.checked_mul(per_cu))
     };
     let per_wave = if v >= GFX_NAVI10 { 12 } else { 8 };
-    let mut ctl = page_align(CONTEXT_SAVE_AREA_HEADER_SIZE as u64 + waves * per_wave + 8);
+    let wave_bytes = checked!(waves.checked_mul(per_wave));
+    const HEADER_AND_TAIL: u64 = CONTEXT_SAVE_AREA_HEADER_SIZE as u64 + 8;
+    let header_and_waves = checked!(wave_bytes.checked_add(HEADER_AND_TAIL));
+    let mut ctl = checked!(page_align(header_and_waves));
     if node.gfx.major == 10 && ctl > 0x7000 {
         ctl = 0x7000;
     }
@@ -510,13 +572,26 @@ pub const fn context_save_sizes(
         0x1000
     } else {
         let per_wave = if v == GFX_1250 { 512 } else { 128 };
-        node.max_waves_per_simd as u64 * node.simd_per_cu as u64 * per_wave
+        let waves_per_cu =
+            checked!((node.max_waves_per_simd as u64).checked_mul(node.simd_per_cu as u64));
+        checked!(waves_per_cu.checked_mul(per_wave))
     };
-    let wg = cu * (vgpr + sgpr + ((node.lds_size_in_kb as u64) << 10) + hwreg);
-    let debug = (waves * 32 + 63) & !63;
-    let ctx = if node.cwsr_size > 0 { node.cwsr_size as u64 } else { ctl + page_align(wg) };
+    // `lds_size_in_kb` is a u32: shifted by 10 it fits 64 bits.
+    let lds = (node.lds_size_in_kb as u64) << 10;
+    let per_cu =
+        checked!(checked!(checked!(vgpr.checked_add(sgpr)).checked_add(lds)).checked_add(hwreg));
+    let wg = checked!(cu.checked_mul(per_cu));
+    let debug = checked!(checked!(waves.checked_mul(32)).checked_next_multiple_of(64));
+    let ctx = if node.cwsr_size > 0 {
+        node.cwsr_size as u64
+    } else {
+        checked!(ctl.checked_add(checked!(page_align(wg))))
+    };
     let ctl = if node.ctl_stack_size > 0 { node.ctl_stack_size as u64 } else { ctl };
-    let total = (ctx + debug) * xcc as u64;
+    if ctl > ctx {
+        return Err(QueueParamError::InconsistentNodeFacts);
+    }
+    let total = checked!(checked!(ctx.checked_add(debug)).checked_mul(xcc as u64));
     if total > u32::MAX as u64 {
         return Err(QueueParamError::Overflow);
     }
@@ -629,7 +704,10 @@ pub fn write_context_save_headers<M: SharedMemory>(
     }
     for xcc in 0..sizes.num_xcc {
         let h = ContextSaveAreaHeader::for_xcc(sizes, xcc, err_event_id, err_payload_addr);
-        let at = offset + xcc as usize * sizes.ctx_save_restore_size as usize;
+        let at = (xcc as usize)
+            .checked_mul(sizes.ctx_save_restore_size as usize)
+            .and_then(|o| offset.checked_add(o))
+            .ok_or(Errno::EFAULT)?;
         mem.write(at, &h.to_bytes())?;
     }
     Ok(())
@@ -785,6 +863,71 @@ mod tests {
             context_save_sizes(&QueueNodeFacts { gfx: GfxVersion::new(13, 0, 0), ..navi }),
             Err(QueueParamError::UnsupportedGfx)
         );
+    }
+
+    /// Values a garbled tree can give: each is an error, never a wrapped size.
+    #[test]
+    fn context_save_sizes_of_a_garbled_tree() {
+        // A huge LDS: each CU's save area times the CUs exceeds 32 bits.
+        let lds = QueueNodeFacts { lds_size_in_kb: u32::MAX, ..mi300x() };
+        assert_eq!(context_save_sizes(&lds), Err(QueueParamError::Overflow));
+        // gfx12.5 sizes its waves (and hardware registers) by `max_waves_per_simd`.
+        let gfx1250 =
+            QueueNodeFacts { gfx: GfxVersion::new(12, 5, 0), max_waves_per_simd: 16, ..mi300x() };
+        assert!(matches!(context_save_sizes(&gfx1250), Ok(Some(_))));
+        for waves in [u32::MAX, 1 << 24] {
+            let w = QueueNodeFacts { max_waves_per_simd: waves, ..gfx1250 };
+            assert_eq!(context_save_sizes(&w), Err(QueueParamError::Overflow), "{waves}");
+        }
+        // Every factor at its maximum overflows 64 bits on the way, not only 32.
+        let all = QueueNodeFacts {
+            gfx: GfxVersion::new(12, 5, 0),
+            simd_count: u32::MAX,
+            simd_per_cu: 1,
+            num_xcc: 1,
+            array_count: u32::MAX,
+            simd_arrays_per_engine: 1,
+            lds_size_in_kb: u32::MAX,
+            max_waves_per_simd: u32::MAX,
+            cwsr_size: 0,
+            ctl_stack_size: 0,
+        };
+        assert_eq!(context_save_sizes(&all), Err(QueueParamError::Overflow));
+        assert_eq!(
+            context_save_sizes(&QueueNodeFacts { gfx: GfxVersion::new(9, 0, 0), ..all }),
+            Err(QueueParamError::Overflow)
+        );
+        // XCCs multiply the total.
+        let xcc = QueueNodeFacts { num_xcc: u32::MAX, simd_count: u32::MAX, ..mi300x() };
+        assert_eq!(context_save_sizes(&xcc), Err(QueueParamError::Overflow));
+        // A control stack larger than the save area the kernel gives.
+        let k = QueueNodeFacts { cwsr_size: 0x1000, ctl_stack_size: 0x5000, ..mi300x() };
+        assert_eq!(context_save_sizes(&k), Err(QueueParamError::InconsistentNodeFacts));
+        assert_eq!(
+            QueueParamError::InconsistentNodeFacts.kind(),
+            crate::error::ErrorKind::Malformed
+        );
+    }
+
+    #[test]
+    fn facts_from_properties() {
+        use crate::topology::NodeKey;
+        let mut p = NodeProperties::EMPTY;
+        for (k, v) in [
+            (NodeKey::SimdCount, 1216),
+            (NodeKey::SimdPerCu, 4),
+            (NodeKey::NumXcc, 8),
+            (NodeKey::ArrayCount, 32),
+            (NodeKey::SimdArraysPerEngine, 1),
+            (NodeKey::LdsSizeInKb, 64),
+            (NodeKey::MaxWavesPerSimd, 8),
+        ] {
+            p.set(k, v).unwrap();
+        }
+        assert_eq!(QueueNodeFacts::from_properties(GfxVersion::new(9, 4, 2), &p), mi300x());
+        let none =
+            QueueNodeFacts::from_properties(GfxVersion::new(9, 4, 2), &NodeProperties::EMPTY);
+        assert_eq!(none, QueueNodeFacts { gfx: GfxVersion::new(9, 4, 2), ..Default::default() });
     }
 
     #[test]

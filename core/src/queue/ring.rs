@@ -238,6 +238,14 @@ impl<M: Clone> Clone for SharedAqlCells<M> {
     }
 }
 
+/// Index of word `word` of slot `slot` in a ring of `per_slot`-word packets. Saturating:
+/// `slot` is below the slot count validated against the ring's length, so the index never
+/// nears `usize::MAX`; were it to, it would stay out of range, where `get` misses.
+#[inline]
+const fn cell(slot: usize, per_slot: usize, word: usize) -> usize {
+    slot.saturating_mul(per_slot).saturating_add(word)
+}
+
 impl<M: SharedMemory> SharedAqlCells<M> {
     /// Validates the memory and wraps it.
     ///
@@ -259,7 +267,9 @@ impl<M: SharedMemory> SharedAqlCells<M> {
         {
             return Err(RingError::Misaligned);
         }
-        if mem.ring.u32s().len() < slots * 16 || mem.ring.u64s().len() < slots * 8 {
+        let short =
+            |have: usize, per_slot: usize| slots.checked_mul(per_slot).is_none_or(|n| have < n);
+        if short(mem.ring.u32s().len(), 16) || short(mem.ring.u64s().len(), 8) {
             return Err(RingError::InvalidRingSize);
         }
         let (write_word, read_word) = (mem.write_index_offset / 8, mem.read_index_offset / 8);
@@ -295,7 +305,7 @@ impl<M: SharedMemory> SharedAqlCells<M> {
 
     #[inline]
     fn header_cell(&self, slot: usize) -> Option<&AtomicU32> {
-        self.mem.ring.u32s().get(slot * 16)
+        self.mem.ring.u32s().get(cell(slot, 16, 0))
     }
 }
 
@@ -310,7 +320,10 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_write_index(&self, value: u64, order: Ordering) {
-        if let Some(w) = self.write_index() {
+        let w = self.write_index();
+        // PANIC: debug builds only: `new` checked the write index lies in the indices mapping.
+        debug_assert!(w.is_some(), "write index outside its mapping");
+        if let Some(w) = w {
             w.store(value, order);
         }
     }
@@ -349,10 +362,13 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_body(&self, slot: usize, packet: &PacketWords) {
-        if let Some(d1) = self.mem.ring.u32s().get(slot * 16 + 1) {
+        // PANIC: debug builds only: producers pass `index & (slots - 1)`, and `new` checked the
+        // ring holds `slots` packets (release builds would store nothing, never out of bounds).
+        debug_assert!((slot as u64) < self.slots, "slot {slot} outside the ring");
+        if let Some(d1) = self.mem.ring.u32s().get(cell(slot, 16, 1)) {
             d1.store(packet.dw[1], Ordering::Relaxed);
         }
-        if let Some(q) = self.mem.ring.u64s().get(slot * 8 + 1..slot * 8 + 8) {
+        if let Some(q) = self.mem.ring.u64s().get(cell(slot, 8, 1)..cell(slot, 8, 8)) {
             for (cell, v) in q.iter().zip(packet.qw.iter()) {
                 cell.store(*v, Ordering::Relaxed);
             }
@@ -361,10 +377,10 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     #[inline]
     fn load_body(&self, slot: usize) -> PacketWords {
         let mut p = PacketWords::default();
-        if let Some(d1) = self.mem.ring.u32s().get(slot * 16 + 1) {
+        if let Some(d1) = self.mem.ring.u32s().get(cell(slot, 16, 1)) {
             p.dw[1] = d1.load(Ordering::Relaxed);
         }
-        if let Some(q) = self.mem.ring.u64s().get(slot * 8 + 1..slot * 8 + 8) {
+        if let Some(q) = self.mem.ring.u64s().get(cell(slot, 8, 1)..cell(slot, 8, 8)) {
             for (v, cell) in p.qw.iter_mut().zip(q.iter()) {
                 *v = cell.load(Ordering::Relaxed);
             }
@@ -373,6 +389,8 @@ impl<M: SharedMemory> AqlRingCells for SharedAqlCells<M> {
     }
     #[inline]
     fn store_header(&self, slot: usize, word: u32, order: Ordering) {
+        // PANIC: as in `store_body`.
+        debug_assert!((slot as u64) < self.slots, "slot {slot} outside the ring");
         if let Some(h) = self.header_cell(slot) {
             h.store(word, order);
         }
@@ -433,7 +451,7 @@ impl<C: AqlRingCells> AqlProducer<C> {
         if !slots.is_power_of_two() {
             return Err(RingError::InvalidRingSize);
         }
-        Ok(AqlProducer { cells, mask: slots - 1, slots })
+        Ok(AqlProducer { cells, mask: slots.wrapping_sub(1), slots })
     }
 
     /// The cells (for the queue's owner: initialisation, inspection).
@@ -636,7 +654,7 @@ impl<C: AqlRingCells> Reservation<'_, C> {
     #[must_use]
     #[inline]
     pub fn remaining(&self) -> u64 {
-        self.len - self.written
+        self.len.saturating_sub(self.written)
     }
 
     /// Writes `packet` into the next reserved slot (body first, then the header word with one
@@ -653,7 +671,7 @@ impl<C: AqlRingCells> Reservation<'_, C> {
         let index = self.first.wrapping_add(self.written);
         self.producer.write_body(index, packet);
         self.producer.publish(index, packet);
-        self.written += 1;
+        self.written = self.written.saturating_add(1);
         Ok(index)
     }
 
@@ -679,14 +697,14 @@ impl<C: AqlRingCells> Reservation<'_, C> {
 
     #[inline]
     fn finish(&mut self) -> u64 {
-        let last = self.first.wrapping_add(self.len - 1);
+        let last = self.first.wrapping_add(self.len).wrapping_sub(1);
         if !self.finished {
             self.finished = true;
             while self.written < self.len {
                 let index = self.first.wrapping_add(self.written);
                 self.producer.write_body(index, &NOP_PACKET);
                 self.producer.publish(index, &NOP_PACKET);
-                self.written += 1;
+                self.written = self.written.saturating_add(1);
             }
             self.producer.cells.ring_doorbell(last);
         }
@@ -729,7 +747,7 @@ impl<C: AqlRingCells> SingleProducer<C> {
         }
         let next = cells.load_write_index(Ordering::Acquire);
         let read_cache = cells.load_read_index(Ordering::Acquire);
-        Ok(SingleProducer { cells, mask: slots - 1, slots, next, read_cache })
+        Ok(SingleProducer { cells, mask: slots.wrapping_sub(1), slots, next, read_cache })
     }
 
     /// The cells.
@@ -857,7 +875,7 @@ impl<C: AqlRingCells> AqlConsumer<C> {
         if !slots.is_power_of_two() {
             return Err(RingError::InvalidRingSize);
         }
-        Ok(AqlConsumer { cells, mask: slots - 1 })
+        Ok(AqlConsumer { cells, mask: slots.wrapping_sub(1) })
     }
 
     /// The cells.

@@ -173,14 +173,14 @@ impl SdmaLimits {
 
     #[inline]
     const fn copy_count_mask(&self) -> u32 {
-        (1 << self.copy_count_bits) - 1
+        (1u32 << self.copy_count_bits).wrapping_sub(1)
     }
 
     /// Number of `COPY_LINEAR` packets a copy of `bytes` needs.
     #[must_use]
     #[inline]
     pub const fn copy_packets(&self, bytes: u64) -> u64 {
-        (bytes + self.copy_count_mask() as u64) >> self.copy_count_bits
+        bytes.div_ceil(1 << self.copy_count_bits)
     }
 
     /// Plans a linear copy of `bytes` from `src` to `dst` as `COPY_LINEAR` packets of at most
@@ -237,9 +237,10 @@ impl Iterator for CopyPlan {
         }
         let chunk = if self.remaining < self.max { self.remaining } else { self.max };
         let p = SdmaPacket::CopyLinear { src: self.src, dst: self.dst, bytes: chunk as u32 };
-        self.src += chunk;
-        self.dst += chunk;
-        self.remaining -= chunk;
+        // Bounded: `plan_copy` checked that neither range wraps, and `chunk <= remaining`.
+        self.src = self.src.saturating_add(chunk);
+        self.dst = self.dst.saturating_add(chunk);
+        self.remaining = self.remaining.saturating_sub(chunk);
         Some(p)
     }
 
@@ -268,8 +269,9 @@ impl Iterator for FillPlan {
         let max = MAX_FILL_BYTES as u64;
         let chunk = if self.remaining < max { self.remaining } else { max };
         let p = SdmaPacket::ConstantFill { dst: self.dst, data: self.data, bytes: chunk as u32 };
-        self.dst += chunk;
-        self.remaining -= chunk;
+        // Bounded: `plan_fill` checked that the range does not wrap, and `chunk <= remaining`.
+        self.dst = self.dst.saturating_add(chunk);
+        self.remaining = self.remaining.saturating_sub(chunk);
         Some(p)
     }
 }
@@ -497,13 +499,13 @@ impl SdmaPacket {
         let hi = |v: u64| (v >> 32) as u32;
         match *self {
             Self::Nop { dwords } => {
-                b[0] = header(SDMA_OP_NOP, 0) | ((dwords - 1) << 16);
+                b[0] = header(SDMA_OP_NOP, 0) | (dwords.saturating_sub(1) << 16);
                 1
             }
             Self::CopyLinear { src, dst, bytes } => {
                 *b = [
                     header(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR),
-                    bytes - 1,
+                    bytes.saturating_sub(1),
                     0,
                     lo(src),
                     hi(src),
@@ -517,7 +519,7 @@ impl SdmaPacket {
                 b[1] = lo(dst);
                 b[2] = hi(dst);
                 b[3] = data;
-                b[4] = bytes - 1;
+                b[4] = bytes.saturating_sub(1);
                 5
             }
             Self::Fence { addr, data, mtype } => {
@@ -563,7 +565,7 @@ impl SdmaPacket {
         let p = match (op, sub_op) {
             (SDMA_OP_NOP, 0) => {
                 reserved(h >> 30 != 0, 0)?;
-                SdmaPacket::Nop { dwords: ((h >> 16) & 0x3FFF) + 1 }
+                SdmaPacket::Nop { dwords: ((h >> 16) & 0x3FFF).saturating_add(1) }
             }
             (SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR) => {
                 let d: [u32; 7] = take(dw)?;
@@ -571,7 +573,11 @@ impl SdmaPacket {
                 reserved(d0 >> 16 != 0, 0)?;
                 reserved(d1 & !limits.copy_count_mask() != 0, 1)?;
                 reserved(d2 != 0, 2)?;
-                SdmaPacket::CopyLinear { src: join(d3, d4), dst: join(d5, d6), bytes: d1 + 1 }
+                SdmaPacket::CopyLinear {
+                    src: join(d3, d4),
+                    dst: join(d5, d6),
+                    bytes: d1.saturating_add(1),
+                }
             }
             (SDMA_OP_CONST_FILL, 0) => {
                 let d: [u32; 5] = take(dw)?;
@@ -584,7 +590,7 @@ impl SdmaPacket {
                 SdmaPacket::ConstantFill {
                     dst: join(d[1], d[2]),
                     data: d[3],
-                    bytes: ((d[4] >> 2) + 1) * 4,
+                    bytes: (d[4] >> 2).saturating_add(1).saturating_mul(4),
                 }
             }
             (SDMA_OP_FENCE, 0) => {
@@ -667,7 +673,7 @@ impl<M: SharedMemory> SdmaGeometry<M> {
         {
             return Err(SdmaError::InvalidRing);
         }
-        Ok(SdmaGeometry { size: len as u64, mask: len as u64 - 1, mem })
+        Ok(SdmaGeometry { size: len as u64, mask: (len as u64).wrapping_sub(1), mem })
     }
 
     #[inline]
@@ -740,23 +746,23 @@ impl<M: SharedMemory> SdmaRing<M> {
         let mut pos = self.wptr;
         for p in packets {
             p.validate(self.limits)?;
-            let len = u64::from(p.dwords()) * 4;
-            let to_end = self.geo.size - (pos & self.geo.mask);
+            let len = u64::from(p.dwords()).saturating_mul(4);
+            let to_end = self.geo.size.saturating_sub(pos & self.geo.mask);
             if len > to_end {
-                pos += to_end;
+                pos = pos.wrapping_add(to_end);
             }
-            pos += len;
-            if pos - self.wptr >= self.geo.size {
+            pos = pos.wrapping_add(len);
+            if pos.wrapping_sub(self.wptr) >= self.geo.size {
                 return Err(SdmaError::TooLarge);
             }
         }
-        Ok(pos - self.wptr)
+        Ok(pos.wrapping_sub(self.wptr))
     }
 
     #[inline]
     fn has_room(&mut self, bytes: u64) -> bool {
-        let end = self.wptr + bytes;
-        if end - self.rptr_cache < self.geo.size {
+        let end = self.wptr.wrapping_add(bytes);
+        if end.wrapping_sub(self.rptr_cache) < self.geo.size {
             return true;
         }
         self.rptr_cache = self.geo.rptr().map_or(self.rptr_cache, |r| r.load(Ordering::Acquire));
@@ -775,33 +781,33 @@ impl<M: SharedMemory> SdmaRing<M> {
         let mut left = dwords;
         while left > 0 {
             let n = left.min(u64::from(MAX_NOP_DWORDS));
-            self.store(at, header(SDMA_OP_NOP, 0) | (((n - 1) as u32) << 16));
+            self.store(at, header(SDMA_OP_NOP, 0) | ((n.saturating_sub(1) as u32) << 16));
             for i in 1..n {
-                self.store(at + 4 * i, 0);
+                self.store(at.wrapping_add(i.wrapping_mul(4)), 0);
             }
-            at += 4 * n;
-            left -= n;
+            at = at.wrapping_add(n.wrapping_mul(4));
+            left = left.saturating_sub(n);
         }
     }
 
     fn write_all<I: Iterator<Item = SdmaPacket>>(&mut self, packets: I) {
         let mut buf = [0u32; MAX_PACKET_DWORDS];
         for p in packets {
-            let len = u64::from(p.dwords()) * 4;
-            let to_end = self.geo.size - (self.wptr & self.geo.mask);
+            let len = u64::from(p.dwords()).saturating_mul(4);
+            let to_end = self.geo.size.saturating_sub(self.wptr & self.geo.mask);
             if len > to_end {
                 self.write_nop(self.wptr, to_end / 4);
-                self.wptr += to_end;
+                self.wptr = self.wptr.wrapping_add(to_end);
             }
             if let SdmaPacket::Nop { dwords } = p {
                 self.write_nop(self.wptr, u64::from(dwords));
             } else {
                 let n = p.encode_small(&mut buf);
                 for (i, w) in buf.iter().take(n).enumerate() {
-                    self.store(self.wptr + 4 * i as u64, *w);
+                    self.store(self.wptr.wrapping_add((i as u64).wrapping_mul(4)), *w);
                 }
             }
-            self.wptr += len;
+            self.wptr = self.wptr.wrapping_add(len);
         }
     }
 
@@ -898,11 +904,12 @@ impl<M: SharedMemory> SdmaConsumer<M> {
         if wptr == rptr {
             return None;
         }
-        let avail = (wptr.wrapping_sub(rptr)).min(self.geo.size - (rptr & self.geo.mask)) / 4;
+        let avail =
+            (wptr.wrapping_sub(rptr)).min(self.geo.size.saturating_sub(rptr & self.geo.mask)) / 4;
         let mut buf = [0u32; MAX_PACKET_DWORDS];
         let n = (avail as usize).min(MAX_PACKET_DWORDS);
         for (i, b) in buf.iter_mut().take(n).enumerate() {
-            let at = rptr.wrapping_add(4 * i as u64);
+            let at = rptr.wrapping_add((i as u64).wrapping_mul(4));
             *b = self.geo.dword(at).map_or(0, |d| d.load(Ordering::Relaxed));
         }
         let (p, len) = match SdmaPacket::decode(self.limits, buf.get(..n).unwrap_or_default()) {
@@ -913,7 +920,7 @@ impl<M: SharedMemory> SdmaConsumer<M> {
             return Some(Err(SdmaError::Truncated));
         }
         if let Some(r) = self.geo.rptr() {
-            r.store(rptr.wrapping_add(4 * len as u64), Ordering::Release);
+            r.store(rptr.wrapping_add((len as u64).wrapping_mul(4)), Ordering::Release);
         }
         Some(Ok(p))
     }

@@ -200,8 +200,10 @@ impl<M: SharedMemory> fmt::Debug for Signal<'_, M> {
     }
 }
 
-fn word<A>(words: &[A], byte: usize, width: usize) -> Result<&A, SignalError> {
-    words.get(byte / width).ok_or(SignalError::OutOfBounds)
+/// The `width`-byte word at byte `field` of the signal at byte `offset`.
+fn word<A>(words: &[A], offset: usize, field: usize, width: usize) -> Result<&A, SignalError> {
+    let byte = offset.checked_add(field).ok_or(SignalError::OutOfBounds)?;
+    byte.checked_div(width).and_then(|i| words.get(i)).ok_or(SignalError::OutOfBounds)
 }
 
 impl<'a, M: SharedMemory> Signal<'a, M> {
@@ -220,15 +222,15 @@ impl<'a, M: SharedMemory> Signal<'a, M> {
         }
         let (q, d) = (mem.u64s(), mem.u32s());
         Ok(Signal {
-            kind: word(q, offset + KIND_OFFSET, 8)?,
-            value: word(q, offset + VALUE_OFFSET, 8)?,
-            mailbox: word(q, offset + EVENT_MAILBOX_PTR_OFFSET, 8)?,
-            event_id: word(d, offset + EVENT_ID_OFFSET, 4)?,
-            reserved1: word(d, offset + EVENT_ID_OFFSET + 4, 4)?,
-            start_ts: word(q, offset + START_TS_OFFSET, 8)?,
-            end_ts: word(q, offset + END_TS_OFFSET, 8)?,
-            queue_ptr: word(q, offset + QUEUE_PTR_OFFSET, 8)?,
-            reserved3: word(q, offset + 56, 8)?,
+            kind: word(q, offset, KIND_OFFSET, 8)?,
+            value: word(q, offset, VALUE_OFFSET, 8)?,
+            mailbox: word(q, offset, EVENT_MAILBOX_PTR_OFFSET, 8)?,
+            event_id: word(d, offset, EVENT_ID_OFFSET, 4)?,
+            reserved1: word(d, offset, EVENT_ID_OFFSET.wrapping_add(4), 4)?,
+            start_ts: word(q, offset, START_TS_OFFSET, 8)?,
+            end_ts: word(q, offset, END_TS_OFFSET, 8)?,
+            queue_ptr: word(q, offset, QUEUE_PTR_OFFSET, 8)?,
+            reserved3: word(q, offset, 56, 8)?,
             handle,
             _mem: core::marker::PhantomData,
         })

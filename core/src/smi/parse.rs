@@ -283,7 +283,7 @@ impl<'a> Cursor<'a> {
     fn int(&mut self, field: &'static str) -> Result<i32, Error> {
         let negative = self.eat(b'-');
         let v = i64::try_from(self.dec(field)?).map_err(|_| self.err(field))?;
-        let v = if negative { -v } else { v };
+        let v = if negative { v.checked_neg().ok_or_else(|| self.err(field))? } else { v };
         i32::try_from(v).map_err(|_| self.err(field))
     }
 
@@ -493,7 +493,11 @@ impl<'a> Iterator for SmiLines<'a> {
         if self.rest.is_empty() {
             return None;
         }
-        let end = self.rest.iter().position(|b| *b == b'\n').map_or(self.rest.len(), |i| i + 1);
+        let end = self
+            .rest
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(self.rest.len(), |i| i.saturating_add(1));
         let (line, rest) = self.rest.split_at(end);
         self.rest = rest;
         Some(parse_line(line))

@@ -47,7 +47,11 @@ impl GfxVersion {
     /// The decimal `MMmmss` form the kernel prints.
     #[must_use]
     pub const fn target_version(self) -> u32 {
-        self.major as u32 * 10_000 + self.minor as u32 * 100 + self.stepping as u32
+        // At most 255 × 10,000 + 255 × 100 + 255: far below 2^32.
+        (self.major as u32)
+            .saturating_mul(10_000)
+            .saturating_add((self.minor as u32).saturating_mul(100))
+            .saturating_add(self.stepping as u32)
     }
 
     /// libhsakmt's `HSA_GET_GFX_VERSION_FULL`: `major << 16 | minor << 8 | stepping`.
@@ -245,7 +249,7 @@ pub fn parse_override(text: &[u8]) -> Result<GfxVersion, OverrideError> {
             super::parse::ValueError::Overflow => OverrideError::OutOfRange,
             _ => OverrideError::Syntax,
         })?;
-        n += 1;
+        n = n.saturating_add(1);
     }
     if n != 3 {
         return Err(OverrideError::Syntax);

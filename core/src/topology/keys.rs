@@ -110,18 +110,18 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
             let mut i = 0;
             let mut ok = true;
             while i < names.len() {
-                let h = hash(names[i].as_bytes(), seed) as usize & (SLOTS - 1);
+                let h = hash(names[i].as_bytes(), seed) as usize & SLOTS.wrapping_sub(1);
                 if slots[h] != EMPTY_SLOT {
                     ok = false;
                     break;
                 }
                 slots[h] = i as u8;
-                i += 1;
+                i = i.saturating_add(1);
             }
             if ok {
                 return Self { seed, slots };
             }
-            seed += 1;
+            seed = seed.saturating_add(1);
             if seed > 100_000 {
                 panic!("no perfect-hash seed found; raise SLOTS");
             }
@@ -131,7 +131,7 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
     /// The position of `name` in `names`, if it is one of them.
     #[inline]
     pub(crate) fn find(&self, names: &[&str], name: &[u8]) -> Option<usize> {
-        let h = hash(name, self.seed) as usize & (SLOTS - 1);
+        let h = hash(name, self.seed) as usize & SLOTS.wrapping_sub(1);
         let i = usize::from(*self.slots.get(h)?);
         (names.get(i)?.as_bytes() == name).then_some(i)
     }

@@ -668,10 +668,10 @@ impl SiblingMap {
     /// How many stored entries are 1.
     #[must_use]
     pub const fn count_ones(&self) -> u32 {
-        let mut n = 0;
+        let mut n = 0u32;
         let mut rest: &[u32] = &self.bits;
         while let [w, tail @ ..] = rest {
-            n += w.count_ones();
+            n = n.saturating_add(w.count_ones());
             rest = tail;
         }
         n

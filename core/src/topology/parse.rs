@@ -66,7 +66,10 @@ const fn is_key_byte(b: u8) -> bool {
 #[inline]
 fn split_line(bytes: &[u8]) -> (&[u8], &[u8]) {
     match bytes.iter().position(|&b| b == b'\n') {
-        Some(i) => (bytes.get(..i).unwrap_or_default(), bytes.get(i + 1..).unwrap_or_default()),
+        Some(i) => (
+            bytes.get(..i).unwrap_or_default(),
+            bytes.get(i.saturating_add(1)..).unwrap_or_default(),
+        ),
         None => (bytes, &[]),
     }
 }
@@ -123,12 +126,12 @@ fn find_newline(s: &[u8]) -> Option<usize> {
         // A zero byte of `x` is a newline; the lowest flagged byte is always a true one.
         let m = x.wrapping_sub(ONES) & !x & HIGHS;
         if m != 0 {
-            return Some(done + (m.trailing_zeros() / 8) as usize);
+            return Some(done.saturating_add((m.trailing_zeros() / 8) as usize));
         }
-        done += 8;
+        done = done.saturating_add(8);
         rest = tail;
     }
-    rest.iter().position(|&b| b == b'\n').map(|p| done + p)
+    rest.iter().position(|&b| b == b'\n').map(|p| done.saturating_add(p))
 }
 
 /// Splits `s` after its leading run of key bytes (printable ASCII), eight bytes at a time.
@@ -144,14 +147,14 @@ fn split_key(s: &[u8]) -> (&[u8], &[u8]) {
         let above = x.wrapping_add(ONES) | x;
         let m = (below | above) & HIGHS;
         if m != 0 {
-            done += (m.trailing_zeros() / 8) as usize;
+            done = done.saturating_add((m.trailing_zeros() / 8) as usize);
             return s.split_at_checked(done).unwrap_or((s, &[]));
         }
-        done += 8;
+        done = done.saturating_add(8);
         rest = tail;
     }
     let (_, after) = take_while(rest, is_key_byte);
-    let key_len = s.len() - after.len();
+    let key_len = s.len().saturating_sub(after.len());
     (s.get(..key_len).unwrap_or_default(), after)
 }
 
@@ -159,7 +162,7 @@ fn split_key(s: &[u8]) -> (&[u8], &[u8]) {
 #[inline]
 fn skip_line(s: &[u8]) -> &[u8] {
     match find_newline(s) {
-        Some(i) => s.get(i + 1..).unwrap_or_default(),
+        Some(i) => s.get(i.saturating_add(1)..).unwrap_or_default(),
         None => &[],
     }
 }
@@ -174,7 +177,7 @@ fn take_while(s: &[u8], f: impl Fn(u8) -> bool) -> (&[u8], &[u8]) {
         }
         rest = tail;
     }
-    let n = s.len() - rest.len();
+    let n = s.len().saturating_sub(rest.len());
     (s.get(..n).unwrap_or_default(), rest)
 }
 
@@ -250,7 +253,7 @@ impl<'a> Iterator for Lines<'a> {
                 v = v.wrapping_mul(10).wrapping_add(u64::from(d));
                 rest = tail;
             }
-            let digits = value_start.len() - rest.len();
+            let digits = value_start.len().saturating_sub(rest.len());
             let overflow = digits > 19
                 && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
             let (_, after_blanks) = take_while(rest, is_blank);
@@ -272,7 +275,7 @@ impl<'a> Iterator for Lines<'a> {
                     let (raw, rest) = match end {
                         Some(i) => (
                             value_start.get(..i).unwrap_or_default(),
-                            value_start.get(i + 1..).unwrap_or_default(),
+                            value_start.get(i.saturating_add(1)..).unwrap_or_default(),
                         ),
                         None => (value_start, &[][..]),
                     };
@@ -351,7 +354,7 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
                 // i is a multiple of 4, so the nibble never straddles two words.
                 *word |= nibble << (i % 32);
             }
-            i += 4;
+            i = i.saturating_add(4);
             rest = tail;
         }
         while ok {
@@ -366,7 +369,7 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
             if let Some(w) = out.bits.get_mut(i / 32) {
                 *w |= bit << (i % 32);
             }
-            i += 1;
+            i = i.saturating_add(1);
             match tail {
                 [] => break,
                 [b',', more @ ..] => rest = more,

@@ -228,7 +228,7 @@ fn sort_listing<const W: usize>(
         if let Some(slot) = ids.get_mut(n) {
             *slot = v;
         }
-        n += 1;
+        n = n.saturating_add(1);
         prev = Some(v);
     }
     let mut expected = 0u32;
@@ -262,9 +262,9 @@ fn override_var_name(id: u32, buf: &mut [u8; 40]) -> &str {
     let mut v = id;
     loop {
         if let Some(d) = digits.get_mut(n) {
-            *d = b'0' + (v % 10) as u8;
+            *d = b'0'.saturating_add((v % 10) as u8);
         }
-        n += 1;
+        n = n.saturating_add(1);
         v /= 10;
         if v == 0 {
             break;
@@ -274,7 +274,7 @@ fn override_var_name(id: u32, buf: &mut [u8; 40]) -> &str {
     for &b in PREFIX.iter().chain(digits.get(..n).unwrap_or_default().iter().rev()) {
         if let Some(slot) = buf.get_mut(len) {
             *slot = b;
-            len += 1;
+            len = len.saturating_add(1);
         }
     }
     core::str::from_utf8(buf.get(..len).unwrap_or_default()).unwrap_or_default()
@@ -349,8 +349,21 @@ impl<
             });
         }
         let result = self.take(sysfs, host, buf, options, None);
-        if result.is_err() {
-            self.clear();
+        self.settle(result)
+    }
+
+    /// Logs how a walk ended (its warnings, or its failure, which leaves the snapshot empty).
+    pub(super) fn settle(&mut self, result: Result<(), Error>) -> Result<(), Error> {
+        match &result {
+            Ok(()) => {
+                for w in self.warnings() {
+                    log_warn!("topology: {}", w);
+                }
+            }
+            Err(e) => {
+                log_warn!("topology snapshot failed: {:?}", e);
+                self.clear();
+            }
         }
         result
     }
@@ -368,7 +381,7 @@ impl<
         let trust = options.entries == EntryEnumeration::TrustCounts;
         let mut attempts = 0u32;
         loop {
-            attempts += 1;
+            attempts = attempts.saturating_add(1);
             self.clear();
             let start = self.read_generation(sysfs, buf, true);
             self.read_system(sysfs, buf);
@@ -381,6 +394,11 @@ impl<
             if attempts > options.generation_retries {
                 return Err(Error::Inconsistent { attempts });
             }
+            log_debug!(
+                "topology changed while read (generation {:?} then {:?}), reading again",
+                start,
+                end
+            );
         }
         self.attempts = attempts;
         if let Some(probe) = render {
@@ -458,13 +476,13 @@ impl<
         }
         // Beyond the listing's capacity the platform kept the lowest numbers.
         let listed = total.min(LISTING_CAPACITY);
-        self.leave_out(Table::Listing, total - listed);
+        self.leave_out(Table::Listing, total.saturating_sub(listed));
         let ids = self.listing.get_mut(..listed).unwrap_or_default();
         let n = sort_listing(ids, &mut self.diag, dir);
         for &id in self.listing.get(..n).unwrap_or_default() {
             if self.nodes.push(Node::new(id)).is_err() {
                 self.first_left_out_node = Some(id);
-                self.leave_out(Table::Nodes, n - NODES);
+                self.leave_out(Table::Nodes, n.saturating_sub(NODES));
                 break;
             }
         }
@@ -514,7 +532,7 @@ impl<
                 let mut len = name.len().min(NAME_CAPACITY);
                 if let Ok(t) = text {
                     while len > 0 && !t.is_char_boundary(len) {
-                        len -= 1;
+                        len = len.saturating_sub(1);
                     }
                 }
                 if name.len() > NAME_CAPACITY {
@@ -628,14 +646,14 @@ impl<
         };
         // Beyond the listing's capacity the platform kept the lowest numbers.
         let listed = total.min(LISTING_CAPACITY);
-        let beyond = total - listed;
+        let beyond = total.saturating_sub(listed);
         self.leave_out(Table::Listing, beyond);
         let n = if trusted.is_some() {
             listed
         } else {
             sort_listing(self.listing.get_mut(..listed).unwrap_or_default(), &mut self.diag, dir)
         };
-        let found = if trusted.is_some() { None } else { Some(to_u32(n + beyond)) };
+        let found = if trusted.is_some() { None } else { Some(to_u32(n.saturating_add(beyond))) };
 
         let mut k = 0usize;
         while k < n {
@@ -646,23 +664,25 @@ impl<
             let mut count = 0usize;
             let mut used = 0usize;
             for slot in &mut reads {
-                let Some(index) = self.listing.get(k + count).copied().filter(|_| k + count < n)
-                else {
+                let at = k.saturating_add(count);
+                let Some(index) = self.listing.get(at).copied().filter(|_| at < n) else {
                     break;
                 };
-                let Some(window) = buf.get_mut(used..used + MIN_READ_BUFFER) else { break };
+                let Some(window) = buf.get_mut(used..used.saturating_add(MIN_READ_BUFFER)) else {
+                    break;
+                };
                 let result = sysfs.read_file(entry_file(node, kind, index), window);
                 *slot = EntryRead { index, start: used, result };
-                count += 1;
+                count = count.saturating_add(1);
                 match result {
-                    Ok(len) => used += len.min(MIN_READ_BUFFER),
+                    Ok(len) => used = used.saturating_add(len.min(MIN_READ_BUFFER)),
                     // A failed read can end this kind's reading (EPERM, or a missing entry
                     // under trusted counts): handle it before reading further.
                     Err(_) => break,
                 }
             }
             let first = k;
-            k += count;
+            k = k.saturating_add(count);
             for (j, read) in reads.get(..count).unwrap_or_default().iter().enumerate() {
                 let file = entry_file(node, kind, read.index);
                 let window = buf.get(read.start..).unwrap_or_default();
@@ -675,7 +695,7 @@ impl<
                         EntryKind::Cache => Table::Caches,
                         EntryKind::IoLink | EntryKind::P2pLink => Table::Links,
                     };
-                    self.leave_out(table, n.saturating_sub(first + j));
+                    self.leave_out(table, n.saturating_sub(first.saturating_add(j)));
                     let end = match kind {
                         EntryKind::MemBank => self.banks.len(),
                         EntryKind::Cache => self.caches.len(),
@@ -878,7 +898,7 @@ impl<
                 continue;
             }
             node.user_id = Some(user);
-            user += 1;
+            user = user.saturating_add(1);
             any_p2p_key |= node.props.contains(NodeKey::P2pLinksCount);
             if !node.has_gpu() {
                 continue;
@@ -930,7 +950,7 @@ impl<
                 let Some((ty, weight)) = graph.indirect(a, b) else { continue };
                 let (Some(na), Some(nb)) = (self.nodes.get(a), self.nodes.get(b)) else { continue };
                 if self.links.is_full() {
-                    left_out += 1;
+                    left_out = left_out.saturating_add(1);
                     continue;
                 }
                 let mut props = LinkProperties::EMPTY;
@@ -941,10 +961,11 @@ impl<
                 let _ = props.set(LinkKey::NodeFrom, u64::from(na.sysfs_id));
                 let _ = props.set(LinkKey::NodeTo, u64::from(nb.sysfs_id));
                 let _ = props.set(LinkKey::Weight, u64::from(weight));
-                let index = to_u32(self.links.len() - start);
+                let index = to_u32(self.links.len().saturating_sub(start));
                 let _ = self.links.push(Link { index, origin: LinkOrigin::Derived, props });
             }
-            let span = Span { start: to_u32(start), len: to_u32(self.links.len() - start) };
+            let len = to_u32(self.links.len().saturating_sub(start));
+            let span = Span { start: to_u32(start), len };
             if let Some(n) = self.nodes.get_mut(a) {
                 n.set_span(SpanKind::Derived, span);
             }

@@ -87,10 +87,7 @@ impl<
         }
         let probe = |minor: u32| render.open_render_node(minor).map(|_| ());
         let result = self.take(sysfs, host, buf, options, Some(&probe));
-        if result.is_err() {
-            self.clear();
-        }
-        result
+        self.settle(result)
     }
 
     /// Opens the render node of every accessible GPU node through `probe` and hides the nodes

@@ -109,17 +109,17 @@ pub enum MacroKind {
 )]
 pub(crate) const fn concat<T: Copy, const N: usize>(parts: &[&[T]], fill: T) -> [T; N] {
     let mut out = [fill; N];
-    let mut k = 0;
-    let mut p = 0;
+    let mut k = 0usize;
+    let mut p = 0usize;
     while p < parts.len() {
         let part = parts[p];
-        let mut i = 0;
+        let mut i = 0usize;
         while i < part.len() {
             out[k] = part[i];
-            k += 1;
-            i += 1;
+            k = k.saturating_add(1);
+            i = i.saturating_add(1);
         }
-        p += 1;
+        p = p.saturating_add(1);
     }
     assert!(k == N, "concat: N is not the total length");
     out
@@ -131,11 +131,11 @@ pub(crate) const fn concat<T: Copy, const N: usize>(parts: &[&[T]], fill: T) -> 
     reason = "only evaluated in const items: an out-of-bounds index is a compile error"
 )]
 pub(crate) const fn total_len<T>(parts: &[&[T]]) -> usize {
-    let mut n = 0;
-    let mut p = 0;
+    let mut n = 0usize;
+    let mut p = 0usize;
     while p < parts.len() {
-        n += parts[p].len();
-        p += 1;
+        n = n.saturating_add(parts[p].len());
+        p = p.saturating_add(1);
     }
     n
 }

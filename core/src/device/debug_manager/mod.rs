@@ -102,7 +102,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             match self.platform.ioctl(&mut request) {
                 Ok(()) => break,
                 Err(Errno::EINTR | Errno::ERESTARTSYS) if tries < crate::config::IOCTL_RETRIES => {
-                    tries += 1;
+                    // Bounded by IOCTL_RETRIES.
+                    tries = tries.saturating_add(1);
                 }
                 Err(errno) => return Err(self.ioctl_failure("DBG_TRAP", errno)),
             }

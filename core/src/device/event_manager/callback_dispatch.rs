@@ -123,7 +123,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 }
                 let age = if ages && r.event_type.has_age() { r.dispatch_age } else { 0 };
                 if set.push_with_age(h, age).is_err() {
-                    out.skipped += 1;
+                    out.skipped = out.skipped.saturating_add(1);
                 }
             }
         }
@@ -153,8 +153,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                     certain: fired == Fired::Yes,
                 }
             };
-            out.fired += 1;
-            out.calls += self.dispatch(&note);
+            out.fired = out.fired.saturating_add(1);
+            out.calls = out.calls.saturating_add(self.dispatch(&note));
         }
         Ok(out)
     }
@@ -163,14 +163,14 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     pub(super) fn dispatch(&self, note: &Notification) -> usize {
         let mut ids = [CallbackId::NONE; DEFAULT_CALLBACK_CAPACITY];
         let n = self.events().callbacks.lock().collect(note.event, note.event_type, &mut ids);
-        let mut calls = 0;
+        let mut calls = 0usize;
         for id in ids.iter().take(n).copied() {
             let mut guard = CallGuard { registry: &self.events().callbacks, id, called: false };
             let callback = self.events().callbacks.lock().begin_call(id);
             if let Some(callback) = callback {
                 guard.called = true;
                 callback(note);
-                calls += 1;
+                calls = calls.saturating_add(1);
             }
         }
         calls

@@ -122,7 +122,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             match self.platform.ioctl(&mut request) {
                 Ok(()) => break,
                 Err(errno) if errno.is_retryable() && tries < crate::device::IOCTL_RETRIES => {
-                    tries += 1;
+                    log_debug!("WAIT_EVENTS interrupted ({:?}), retrying", errno);
+                    tries = tries.saturating_add(1);
                     if let Some(deadline) = deadline {
                         let left = deadline.saturating_sub(self.platform.now_ns());
                         args.timeout = ceil_ms(left);

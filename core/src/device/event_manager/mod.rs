@@ -246,7 +246,11 @@ impl<M> Events<M> {
     }
 
     fn mirror(&self, handle: EventHandle, live: bool) {
-        if let Some(g) = self.generations.get(handle.index()) {
+        let g = self.generations.get(handle.index());
+        // PANIC: debug builds only: handles come from the event table, whose capacity is the
+        // mirror's length (release builds leave the mirror stale, never out of bounds).
+        debug_assert!(g.is_some(), "event handle beyond the generation mirror");
+        if let Some(g) = g {
             g.store(if live { handle.generation() } else { 0 }, Ordering::Release);
         }
     }

@@ -167,7 +167,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                             kernel_waits,
                         });
                     }
-                    Timeout::Millis(ceil_ms(d - now))
+                    Timeout::Millis(ceil_ms(d.saturating_sub(now)))
                 }
             };
             let slice = match (ages, slice) {

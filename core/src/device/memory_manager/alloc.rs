@@ -248,7 +248,7 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
         match self.objects.retired(r).ok().and_then(|o| o.payload.va) {
             Some(va) => {
                 let plan = AllocPlan { va, reuse: Some(r), tag: Some(tag), ..*plan };
-                self.claimed += 1;
+                self.claimed = self.claimed.saturating_add(1);
                 Some(plan)
             }
             None => {
@@ -372,7 +372,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         st: spin::MutexGuard<'_, MemoryState<P::Mapping, S>>,
         mut plan: impl FnMut(&mut MemoryState<P::Mapping, S>) -> Result<T, PlanStop>,
     ) -> Result<T, Error> {
-        let mut attempts = 0;
+        let mut attempts = 0u32;
         let mut st = Some(st);
         loop {
             let mut guard = st.take().unwrap_or_else(|| self.memory.lock());
@@ -384,7 +384,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             match stop {
                 PlanStop::Fail(e) => return Err(e.into()),
                 PlanStop::NeedSlab { size, at } => {
-                    attempts += 1;
+                    attempts = attempts.saturating_add(1);
                     if attempts > SLAB_ATTEMPTS {
                         return Err(memory::Error::OutOfSpace { needed: size }.into());
                     }
@@ -474,14 +474,16 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         let mut done = 0u64;
         while done < size {
             let chunk = match user_addr {
-                Some(_) => (size - done).min(BIGGEST_SINGLE_BUF_SIZE),
+                Some(_) => size.saturating_sub(done).min(BIGGEST_SINGLE_BUF_SIZE),
                 None => size,
             };
             let mut args = kfd_ioctl_alloc_memory_of_gpu_args {
-                va_addr: if va == 0 { 0 } else { va + done },
+                // `done < size`, and both ranges of `size` bytes were checked not to wrap
+                // (the VA by its allocator, the user range at registration).
+                va_addr: if va == 0 { 0 } else { va.saturating_add(done) },
                 size: chunk,
                 handle: 0,
-                mmap_offset: user_addr.map_or(0, |u| u + done),
+                mmap_offset: user_addr.map_or(0, |u| u.saturating_add(done)),
                 gpu_id,
                 flags,
             };
@@ -498,7 +500,7 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
             if done == 0 {
                 first_offset = args.mmap_offset;
             }
-            done += chunk;
+            done = done.saturating_add(chunk);
         }
         Ok((handles, first_offset))
     }

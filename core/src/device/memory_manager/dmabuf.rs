@@ -63,7 +63,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             let outside = memory::Error::OutsideObject { addr, size };
             let h = st.objects.find_containing(addr).ok_or(outside)?;
             let o = st.objects.get(h)?;
-            let offset = addr - o.start();
+            let offset = addr.saturating_sub(o.start());
             if offset.checked_add(size).is_none_or(|end| end > o.size()) {
                 return Err(outside.into());
             }

@@ -78,7 +78,7 @@ impl<M, S: state::MemoryStorage<M>> MemoryState<M, S> {
                 Retired::Cached
             }
             Some(view) => {
-                self.claimed += 1;
+                self.claimed = self.claimed.saturating_add(1);
                 Retired::DropView(view, tag, r)
             }
         }

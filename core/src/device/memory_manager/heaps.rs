@@ -106,7 +106,7 @@ impl NodeHeaps {
     /// [`STATIC_HEAPS`], plus one when the MMIO page is mapped.
     #[must_use]
     pub const fn extra_bank_count(&self) -> u32 {
-        STATIC_HEAPS + if self.mmio_remap.is_some() { 1 } else { 0 }
+        STATIC_HEAPS.saturating_add(if self.mmio_remap.is_some() { 1 } else { 0 })
     }
 }
 
@@ -125,7 +125,11 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             let gfx = v.and_then(|v| v.gfx());
             (lds, dgpu || gfx.is_some_and(|g| g >= GfxVersion::new(9, 0, 0)))
         });
-        let span = |(base, limit): (u64, u64)| Heap { base, size: limit - base + 1 };
+        // The kernel's apertures: an inverted or full-width one reports no size.
+        let span = |(base, limit): (u64, u64)| Heap {
+            base,
+            size: limit.checked_sub(base).and_then(|d| d.checked_add(1)).unwrap_or(0),
+        };
         let mmio_remap = self
             .memory
             .lock()

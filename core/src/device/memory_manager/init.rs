@@ -123,7 +123,9 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         let mut any = false;
         for i in 0..self.reservation_count {
             let Some(&(b, s)) = self.reservations.get(i) else { break };
-            if b >= base && b.saturating_add(s - 1) <= limit && self.default.add_slab(b, s).is_ok()
+            if b >= base
+                && b.saturating_add(s.saturating_sub(1)) <= limit
+                && self.default.add_slab(b, s).is_ok()
             {
                 any = true;
             }
@@ -192,7 +194,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                     && let Some(slot) = minors.get_mut(count)
                 {
                     *slot = (node as u32, info.render_minor);
-                    count += 1;
+                    count = count.saturating_add(1);
                 }
             }
         }
@@ -230,7 +232,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 let _ = st.gpus.insert(node);
                 if let Some(slot) = acquire.get_mut(acquire_count) {
                     *slot = (a.gpu_id, fd);
-                    acquire_count += 1;
+                    acquire_count = acquire_count.saturating_add(1);
                 }
             }
         }
@@ -276,7 +278,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let kept = {
             let st = self.memory.lock();
             st.reservations().iter().copied().find(|&(b, s)| {
-                b >= base && b.saturating_add(s - 1) <= limit && s >= SVM_MIN_VM_SIZE
+                b >= base && b.saturating_add(s.saturating_sub(1)) <= limit && s >= SVM_MIN_VM_SIZE
             })
         };
         let (start, size) = match kept {
@@ -296,7 +298,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             };
             if kept < size {
                 // Trim the tail that is not GPU addressable.
-                let _ = self.platform.release_va(got + kept, size - kept);
+                let _ =
+                    self.platform.release_va(got.saturating_add(kept), size.saturating_sub(kept));
             }
             self.memory.lock().remember_reservation(got, kept);
             return Ok((got, kept));
@@ -320,7 +323,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 let start = addr & !(PAGE_SIZE - 1);
                 let len = size
                     .checked_add(guard)
-                    .and_then(|l| l.checked_add(addr - start))
+                    .and_then(|l| l.checked_add(addr & (PAGE_SIZE - 1)))
                     .and_then(super::state::page_align)
                     .ok_or(memory::Error::SizeOverflow)?;
                 (Some(start), len, PAGE_SIZE)
@@ -333,7 +336,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
         };
         let got = self.platform.reserve_va(hint, len, align).map_err(Error::Platform)?;
-        let end = got.checked_add(len - 1);
+        let end = got.checked_add(len.saturating_sub(1));
         let inside = got >= base && end.is_some_and(|e| e <= limit);
         if !inside || hint.is_some_and(|h| h != got) {
             let _ = self.platform.release_va(got, len);
@@ -367,7 +370,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             } else {
                 st.default.config()
             };
-            let (alt_base, alt_size) = (alt.base, alt.limit - alt.base + 1);
+            let alt_size = alt.limit.saturating_sub(alt.base).saturating_add(1);
+            let alt_base = alt.base;
             for node in st.gpus.iter() {
                 let Some(n) = st.nodes.get(node as usize) else { continue };
                 if !n.svm {
@@ -390,7 +394,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                             0
                         },
                     };
-                    count += 1;
+                    count = count.saturating_add(1);
                 }
             }
         }

@@ -88,7 +88,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             return Err(memory::Error::NotMappable { addr: start });
         }
         let gpu_va = match o.userptr() {
-            Some(u) => start + (u.addr & (PAGE_SIZE - 1)),
+            Some(u) => start.saturating_add(u.addr & (PAGE_SIZE - 1)),
             None => start,
         };
         // Registered user memory is mapped once, then reference counted (libhsakmt: "changing

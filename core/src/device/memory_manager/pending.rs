@@ -84,7 +84,7 @@ impl<E: Copy> Pending<E> {
         let mut mask = self.mask;
         while mask != 0 {
             let slot = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
+            mask &= mask.wrapping_sub(1);
             let (Some(entry), Some(w)) = (self.entries.get_mut(slot), words.get(slot)) else {
                 continue;
             };
@@ -164,7 +164,11 @@ impl<M, S: MemoryStorage<M>> MemoryLock<M, S> {
     /// Publishes the completion of a pending free (its buffers are freed, its CPU view gone).
     #[inline]
     pub(crate) fn complete_free(&self, t: Ticket) {
-        if let Some(w) = self.frees.get(t.slot as usize) {
+        let w = self.frees.get(t.slot as usize);
+        // PANIC: debug builds only: tickets are issued for slots of this array (a miss would
+        // leave the free pending until close).
+        debug_assert!(w.is_some(), "free ticket slot {} out of range", t.slot);
+        if let Some(w) = w {
             w.store(t.ticket, Ordering::Release);
         }
     }

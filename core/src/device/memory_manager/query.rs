@@ -94,7 +94,7 @@ fn info_of<M>(handle: MemoryHandle, o: &MemoryObject<MemoryPayload<M>>) -> Point
     if let Some(u) = o.userptr() {
         info.cpu_address = Some(u.addr);
         info.size = u.size;
-        info.gpu_address += u.addr & (PAGE_SIZE - 1);
+        info.gpu_address = info.gpu_address.saturating_add(u.addr & (PAGE_SIZE - 1));
     } else if o.payload.mapping.is_some() || o.payload.view_out {
         info.cpu_address = Some(o.start());
     }

@@ -29,7 +29,8 @@ struct RegisterPlan {
 
 /// The GPU address of user address `addr` registered at `start`.
 const fn gpu_address(start: u64, addr: u64) -> u64 {
-    start + (addr & (PAGE_SIZE - 1))
+    // `start` is a page-aligned VA inside an aperture, far below 2^64 − 4096.
+    start.saturating_add(addr & (PAGE_SIZE - 1))
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
@@ -80,7 +81,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         };
         Ok(RegisterPlan {
             va: (ApertureId::Default, va),
-            aligned_addr: addr - offset,
+            aligned_addr: addr & !(PAGE_SIZE - 1),
             aligned_size,
             gpu_id,
             node,

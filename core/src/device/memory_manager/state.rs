@@ -442,7 +442,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         for node in set.iter() {
             if let (Some(info), Some(slot)) = (self.nodes.get(node as usize), out.get_mut(n)) {
                 *slot = info.gpu_id;
-                n += 1;
+                n = n.saturating_add(1);
             }
         }
         n
@@ -453,7 +453,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     pub(crate) fn promise_slot(&mut self) -> Result<(), Error> {
         let capacity = self.objects.capacity();
         loop {
-            let used = self.objects.len() + self.objects.retired_len();
+            let used = self.objects.len().saturating_add(self.objects.retired_len());
             if used.saturating_add(self.pending) < capacity {
                 break;
             }
@@ -462,7 +462,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
                 None => return Err(Error::CapacityExhausted { capacity }),
             }
         }
-        self.pending += 1;
+        self.pending = self.pending.saturating_add(1);
         Ok(())
     }
 
@@ -492,10 +492,10 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     /// Releases every allocation the recycle cache holds (their slots and address ranges);
     /// returns how many. At most [`RECYCLE_CAPACITY`] removals.
     pub(crate) fn flush_recycled(&mut self) -> u32 {
-        let mut n = 0;
+        let mut n = 0u32;
         while let Some(r) = self.recycle.pop_any() {
             self.discard_retired(r);
-            n += 1;
+            n = n.saturating_add(1);
         }
         n
     }
@@ -569,12 +569,12 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             let o = self.objects.retired(r).map_err(|_| bad)?;
             if o.payload.va.is_none()
                 || o.payload.mapping.is_some()
-                || self.recycle.iter().skip(k + 1).any(|x| x == r)
+                || self.recycle.iter().skip(k.saturating_add(1)).any(|x| x == r)
             {
                 return Err(bad);
             }
         }
-        if self.recycle.len() + self.claimed != self.objects.retired_len() {
+        if self.recycle.len().saturating_add(self.claimed) != self.objects.retired_len() {
             return Err(Violation::Counter);
         }
         // Pending frees name live, busy objects.
@@ -596,7 +596,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     pub(crate) fn remember_reservation(&mut self, base: u64, size: u64) {
         if let Some(slot) = self.reservations.get_mut(self.reservation_count) {
             *slot = (base, size);
-            self.reservation_count += 1;
+            self.reservation_count = self.reservation_count.saturating_add(1);
         }
     }
 

@@ -192,10 +192,13 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.ioctl(&mut Ioctl::GetQueueWaveState(&mut args))?;
         let ctl = u64::from(sizes.ctl_stack_size);
         Ok(QueueWaveState {
-            control_stack_top: info.ctx_save_address + ctl
-                - u64::from(args.ctl_stack_used_size).min(ctl),
+            // The save area was allocated at `ctx_save_address` with at least `ctl` bytes.
+            control_stack_top: info
+                .ctx_save_address
+                .saturating_add(ctl)
+                .saturating_sub(u64::from(args.ctl_stack_used_size).min(ctl)),
             control_stack_used: args.ctl_stack_used_size,
-            user_context_save_area: info.ctx_save_address + ctl,
+            user_context_save_area: info.ctx_save_address.saturating_add(ctl),
             save_area_used: args.save_area_used_size,
             save_area_header: info.ctx_save_address,
             cu_mask_bits: info.cu_mask_bits,

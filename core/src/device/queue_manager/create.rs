@@ -45,19 +45,15 @@ impl NodeFacts {
 /// Marks every slot of an AQL ring unpublished (header `INVALID`, body zero) so the packet
 /// processor never mistakes stale bytes for a packet.
 fn init_aql_ring<M: SharedMemory>(ring: &M, size: u64) {
-    let slots = (size / PACKET_SIZE as u64) as usize;
+    let slots = usize::try_from(size).unwrap_or(usize::MAX) / PACKET_SIZE;
     let (d, q) = (ring.u32s(), ring.u64s());
-    for slot in 0..slots {
-        if let Some(words) = q.get(slot * 8 + 1..slot * 8 + 8) {
-            for w in words {
-                w.store(0, Ordering::Relaxed);
-            }
-        }
-        if let Some(w) = d.get(slot * 16 + 1) {
+    for (qwords, dwords) in q.chunks_exact(8).zip(d.chunks_exact(16)).take(slots) {
+        for w in qwords.iter().skip(1) {
             w.store(0, Ordering::Relaxed);
         }
-        if let Some(h) = d.get(slot * 16) {
-            h.store(INVALID_HEADER_WORD, Ordering::Release);
+        if let [header, second, ..] = dwords {
+            second.store(0, Ordering::Relaxed);
+            header.store(INVALID_HEADER_WORD, Ordering::Release);
         }
     }
 }
@@ -82,18 +78,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 host,
                 index: v.index(),
                 gpu_id,
-                queue: QueueNodeFacts {
-                    gfx: GfxVersion::new(g.major, g.minor, g.stepping),
-                    simd_count: p.simd_count().unwrap_or(0),
-                    simd_per_cu: p.simd_per_cu().unwrap_or(0),
-                    num_xcc: p.num_xcc().unwrap_or(0),
-                    array_count: p.array_count().unwrap_or(0),
-                    simd_arrays_per_engine: p.simd_arrays_per_engine().unwrap_or(0),
-                    lds_size_in_kb: p.lds_size_in_kb().unwrap_or(0),
-                    max_waves_per_simd: p.max_waves_per_simd().unwrap_or(0),
-                    cwsr_size: p.cwsr_size().unwrap_or(0),
-                    ctl_stack_size: p.ctl_stack_size().unwrap_or(0),
-                },
+                queue: QueueNodeFacts::from_properties(g, p),
                 sdma_engines: p.num_sdma_engines().unwrap_or(0),
                 xgmi_engines: p.num_sdma_xgmi_engines().unwrap_or(0),
                 gws: p.num_gws().unwrap_or(0),
@@ -142,6 +127,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// for too many queues, `ENOMEM` when the engine has no free queue). Nothing is left
     /// allocated on error.
     pub fn create_queue(&self, desc: &QueueDesc<'_, P::Mapping>) -> Result<QueueInfo, QueueError> {
+        let created = self.create_queue_unlogged(desc);
+        if let Err(e) = &created {
+            log_warn!("queue creation on node {} failed: {:?}", desc.node, e);
+        }
+        created
+    }
+
+    fn create_queue_unlogged(
+        &self,
+        desc: &QueueDesc<'_, P::Mapping>,
+    ) -> Result<QueueInfo, QueueError> {
         self.check_open()?;
         self.reclaim_queue_buffers();
         let f = self.node_facts(desc.node)?;
@@ -227,7 +223,9 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                     self.queue_buffer_alloc(node, host, 4096, Placement::SystemUncached, what)?;
                 let base = b.addr();
                 parts.pointers = Some(b);
-                (base + READ_POINTER_OFFSET as u64, base + WRITE_POINTER_OFFSET as u64)
+                // Offsets inside the page just allocated at `base`.
+                let at = |offset: usize| base.saturating_add(offset as u64);
+                (at(READ_POINTER_OFFSET), at(WRITE_POINTER_OFFSET))
             }
             QueuePointers::Caller { read, write } => (read, write),
         };
@@ -296,7 +294,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             active: desc.percentage > 0 && ring_address != 0,
             read_pointer,
             write_pointer,
-            doorbell_address: doorbell.addr() + loc.offset_in_page,
+            doorbell_address: doorbell.addr().saturating_add(loc.offset_in_page),
             eop: (eop_address, eop_len),
             ctx_save_address: ctx_address,
             ctx_save_sizes: sizes,

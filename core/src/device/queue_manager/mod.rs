@@ -388,7 +388,10 @@ impl<M: SharedMemory> QueueRecord<M> {
     /// write pointers.
     ///
     /// # Errors
-    /// [`QueueError::WrongQueueKind`] when the library has no exact mapping of either.
+    /// [`QueueError::WrongQueueKind`] when the library has no exact mapping of either;
+    /// [`QueueError::Ring`] ([`RingError::OutOfBounds`]) when the pointers mapping does not hold
+    /// the read and write pointers and the producer count (the producers' invariant: they
+    /// store there without checking again).
     fn producer_views(&self) -> Result<(M, M), QueueError> {
         let ring = self.ring_view().ok_or(QueueError::WrongQueueKind)?;
         let pointers = self
@@ -397,6 +400,15 @@ impl<M: SharedMemory> QueueRecord<M> {
             .as_ref()
             .and_then(QueueBuffer::mapping)
             .ok_or(QueueError::WrongQueueKind)?;
+        let holds = |offset: usize, width: usize| {
+            offset.checked_add(width).is_some_and(|end| end <= pointers.len())
+        };
+        if !(holds(READ_POINTER_OFFSET, 8)
+            && holds(WRITE_POINTER_OFFSET, 8)
+            && holds(PRODUCERS_OFFSET, 4))
+        {
+            return Err(QueueError::Ring(crate::queue::ring::RingError::OutOfBounds));
+        }
         Ok((ring, pointers.clone()))
     }
 }
@@ -466,13 +478,13 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             }
             if let Some(id) = ids.get_mut(n) {
                 *id = r.info.queue_id;
-                n += 1;
+                n = n.saturating_add(1);
             }
             let parts = [&r.parts.ring, &r.parts.pointers, &r.parts.eop, &r.parts.cwsr];
             for p in parts.into_iter().flatten() {
                 if let Some(e) = buffers.get_mut(b) {
                     *e = (slot, p.addr());
-                    b += 1;
+                    b = b.saturating_add(1);
                 }
             }
             Ok(())

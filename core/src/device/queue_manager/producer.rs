@@ -36,7 +36,12 @@ pub(crate) struct ProducerToken<M: SharedMemory> {
 
 impl<M: SharedMemory> ProducerToken<M> {
     pub(crate) fn new(page: M) -> Self {
-        if let Some(w) = page.u32s().get(PRODUCERS_OFFSET / 4) {
+        let word = page.u32s().get(PRODUCERS_OFFSET / 4);
+        // PANIC: debug builds only: producers are built from `producer_views`, which checked
+        // that the page holds the count; a miss is a broken invariant (release builds count
+        // nothing, and the queue's destruction is then not held back by this producer).
+        debug_assert!(word.is_some(), "producer count outside the pointers page");
+        if let Some(w) = word {
             w.fetch_add(1, Ordering::AcqRel);
         }
         ProducerToken { page }
@@ -322,12 +327,20 @@ impl<M: SharedMemory> Pm4Queue<M> {
         }
         let words = self.ring.u32s();
         for (i, d) in dwords.iter().enumerate() {
-            if let Some(w) = words.get(((self.wptr + i as u64) % self.size) as usize) {
+            let at = self.wptr.wrapping_add(i as u64).checked_rem(self.size);
+            let cell = at.and_then(|a| words.get(a as usize));
+            // PANIC: debug builds only: `at < size`, the ring's length in dwords.
+            debug_assert!(cell.is_some(), "PM4 ring index outside the ring");
+            if let Some(w) = cell {
                 w.store(*d, Ordering::Relaxed);
             }
         }
-        self.wptr += n;
-        if let Some(w) = self.pointers.u64s().get(self.write_offset / 8) {
+        self.wptr = self.wptr.saturating_add(n);
+        let cell = self.pointers.u64s().get(self.write_offset / 8);
+        // PANIC: debug builds only: `pm4_queue` built this producer from `producer_views`,
+        // which checked that the pointers mapping holds the write pointer.
+        debug_assert!(cell.is_some(), "PM4 write pointer outside the pointers mapping");
+        if let Some(w) = cell {
             w.store(self.wptr, Ordering::Release);
         }
         self.doorbell.ring_doorbell64(self.doorbell_offset, self.wptr);
@@ -430,7 +443,8 @@ impl<M: SharedMemory> SdmaQueue<M> {
     /// The GPU address of the queue's fence word.
     #[must_use]
     pub fn fence_address(&self) -> u64 {
-        self.fence.addr() + self.fence_offset as u64
+        // An offset inside the fence buffer.
+        self.fence.addr().saturating_add(self.fence_offset as u64)
     }
 
     /// The last fence value the engine wrote.
@@ -478,7 +492,7 @@ impl<M: SharedMemory> SdmaQueue<M> {
         }
         if let Some(slot) = tail.get_mut(n) {
             *slot = fence;
-            n += 1;
+            n = n.saturating_add(1);
         }
         let packets = tail.get(..n).unwrap_or_default();
         self.ring.submit(packets.iter().copied(), &mut relax)?;
@@ -499,12 +513,12 @@ impl<M: SharedMemory> SdmaQueue<M> {
             let mut buf = [SdmaPacket::Nop { dwords: 1 }; SDMA_SUBMIT_BATCH];
             let mut n = 0;
             while done < bytes && (n as u64) < batch && n < buf.len() {
-                let chunk = (bytes - done).min(per_packet);
+                let chunk = bytes.saturating_sub(done).min(per_packet);
                 if let Some(slot) = buf.get_mut(n) {
                     *slot = make(done, chunk)?;
                 }
-                n += 1;
-                done += chunk;
+                n = n.saturating_add(1);
+                done = done.saturating_add(chunk);
             }
             let packets = buf.get(..n).unwrap_or_default();
             self.ring.submit(packets.iter().copied(), &mut *relax)?;
@@ -535,7 +549,9 @@ impl<M: SharedMemory> SdmaQueue<M> {
             bytes,
             max,
             |off, len| {
-                Ok(SdmaPacket::CopyLinear { src: src + off, dst: dst + off, bytes: len as u32 })
+                // `off` < `bytes`, and both ranges were checked not to wrap.
+                let (src, dst) = (src.saturating_add(off), dst.saturating_add(off));
+                Ok(SdmaPacket::CopyLinear { src, dst, bytes: len as u32 })
             },
             &mut relax,
         )?;
@@ -559,7 +575,10 @@ impl<M: SharedMemory> SdmaQueue<M> {
         self.submit_split(
             bytes,
             max,
-            |off, len| Ok(SdmaPacket::ConstantFill { dst: dst + off, data, bytes: len as u32 }),
+            |off, len| {
+                let dst = dst.saturating_add(off);
+                Ok(SdmaPacket::ConstantFill { dst, data, bytes: len as u32 })
+            },
             &mut relax,
         )?;
         self.finish(completion, relax)

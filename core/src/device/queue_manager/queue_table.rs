@@ -126,10 +126,10 @@ impl<R, const N: usize> Table<R, N> {
 
     /// Handles of every live slot, in index order, into `out`; returns how many were stored.
     pub(crate) fn live_handles(&self, out: &mut [QueueHandle]) -> usize {
-        let mut n = 0;
+        let mut n = 0usize;
         for (dst, (key, _)) in out.iter_mut().zip(self.0.iter()) {
             *dst = QueueHandle::of(key);
-            n += 1;
+            n = n.saturating_add(1);
         }
         n
     }

@@ -261,13 +261,15 @@ where
 
     fn write(&self, addr: u64, src: &[u8]) -> Result<(), DriverError> {
         let m = self.kfd.cpu_mapping(addr)?;
-        let off = usize::try_from(addr - m.addr()).map_err(|_| DriverError::InvalidHandle)?;
+        let off = usize::try_from(addr.saturating_sub(m.addr()))
+            .map_err(|_| DriverError::InvalidHandle)?;
         m.write(off, src).map_err(|_| DriverError::InvalidArgument("range outside the buffer"))
     }
 
     fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), DriverError> {
         let m = self.kfd.cpu_mapping(addr)?;
-        let off = usize::try_from(addr - m.addr()).map_err(|_| DriverError::InvalidHandle)?;
+        let off = usize::try_from(addr.saturating_sub(m.addr()))
+            .map_err(|_| DriverError::InvalidHandle)?;
         m.read(off, dst).map_err(|_| DriverError::InvalidArgument("range outside the buffer"))
     }
 
@@ -333,8 +335,11 @@ where
 
     fn set_cu_mask(&self, queue: QueueId, mask: &[u32]) -> Result<(), DriverError> {
         let handle = self.queue(queue, |q| q.handle)?;
-        let bits = u32::try_from(mask.len() * 32)
-            .map_err(|_| DriverError::InvalidArgument("CU mask too long"))?;
+        let bits = mask
+            .len()
+            .checked_mul(32)
+            .and_then(|b| u32::try_from(b).ok())
+            .ok_or(DriverError::InvalidArgument("CU mask too long"))?;
         self.kfd.set_queue_cu_mask(handle, bits, mask)?;
         Ok(())
     }

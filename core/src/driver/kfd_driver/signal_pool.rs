@@ -115,11 +115,21 @@ where
             }
         };
         let base = pool.memory.as_ref().map_or(0, |m| m.addr);
-        let offset = addr - base;
+        // `addr` was just allocated from the pool at `base`.
+        let offset = addr.saturating_sub(base);
         let index = (offset / SIGNAL_BYTES) as usize;
-        if let Some(e) = pool.events.get_mut(index) {
-            *e = Some(event);
-        }
+        // PANIC: debug builds only: the pool hands out slots of its own memory, one event entry
+        // per slot. Release builds give the slot and the event back and report the pool full.
+        debug_assert!(index < pool.events.len(), "signal slot {index} beyond the event entries");
+        let Some(e) = pool.events.get_mut(index) else {
+            if let Some(slots) = pool.slots.as_mut() {
+                let _ = slots.free(addr);
+            }
+            drop(pool);
+            let _ = self.kfd.destroy_event(event);
+            return Err(DriverError::CapacityExhausted("signal"));
+        };
+        *e = Some(event);
         let mailbox = info.mailbox.map(|address| Mailbox { address, event_id: info.id });
         if let Some(mem) = pool.memory.as_ref().and_then(|m| m.mapping.as_ref())
             && let Ok(s) = Signal::new(mem, offset as usize)
@@ -134,7 +144,7 @@ where
         let (_, offset, event) = self.signal_parts(signal)?;
         {
             let mut pool = self.signals.lock();
-            if let Some(e) = pool.events.get_mut(offset / SIGNAL_BYTES as usize) {
+            if let Some(e) = pool.events.get_mut((offset as u64 / SIGNAL_BYTES) as usize) {
                 *e = None;
             }
             if let Some(slots) = pool.slots.as_mut() {

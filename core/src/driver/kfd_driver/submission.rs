@@ -81,7 +81,7 @@ where
             .with_percentage(u32::from(params.percentage));
         let desc = QueueDesc {
             error: crate::device::queue_manager::ErrorReporting {
-                payload_address: error_signal.0 + VALUE_OFFSET as u64,
+                payload_address: error_signal.0.saturating_add(VALUE_OFFSET as u64),
                 event_id: 0,
             },
             ..desc
@@ -265,7 +265,7 @@ where
         // Each dependency: poll the low word of its value until 0 (completions store 0, high
         // word first, so the low word changes last).
         let polls = deps.iter().map(|d| SdmaPacket::PollRegMem {
-            addr: d.0 + VALUE_OFFSET as u64,
+            addr: d.0.saturating_add(VALUE_OFFSET as u64),
             reference: 0,
             mask: u32::MAX,
             func: PollFunc::Equal,

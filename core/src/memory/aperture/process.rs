@@ -264,7 +264,8 @@ pub const fn accept_reservation(
         return None;
     }
     let end = got.saturating_add(size.saturating_sub(1));
-    Some(if end > limit { limit + 1 - got } else { size })
+    // `got <= half <= limit` here.
+    Some(if end > limit { limit.saturating_sub(got).saturating_add(1) } else { size })
 }
 
 #[cfg(test)]

@@ -201,7 +201,7 @@ impl SvmLayout {
         if size == 0 {
             return Err(Error::ZeroSize);
         }
-        let limit = base.checked_add(size - 1).ok_or(Error::SizeOverflow)?;
+        let limit = base.checked_add(size.saturating_sub(1)).ok_or(Error::SizeOverflow)?;
         let alt_base = align_up(base, SVM_ALT_ALIGN).ok_or(Error::SizeOverflow)?;
         let alt_size = align_up(size >> 2, SVM_ALT_ALIGN).ok_or(Error::SizeOverflow)?;
         let alt_limit = alt_base
@@ -221,7 +221,8 @@ impl SvmLayout {
         };
         Ok(Self::Split {
             coherent: part(ApertureKind::SvmCoherent, alt_base, alt_limit),
-            default: part(ApertureKind::SvmDefault, alt_limit + 1, limit),
+            // `alt_limit < limit`.
+            default: part(ApertureKind::SvmDefault, alt_limit.saturating_add(1), limit),
         })
     }
 
@@ -276,7 +277,8 @@ impl SvmLayout {
 pub fn mem_handle_window(occupied: &[(u64, u64)]) -> Option<(u64, u64)> {
     let mut base = NON_CANONICAL_START;
     while base < NON_CANONICAL_END - 1 {
-        let limit = base + (MEM_HANDLE_APERTURE_SIZE - 1);
+        // `base` is below the non-canonical hole's end, far from 2^64.
+        let limit = base.saturating_add(MEM_HANDLE_APERTURE_SIZE - 1);
         // Every later candidate starting at or before the end of a clashing aperture clashes
         // with it too (the aperture starts before this window ends).
         let clash_end = occupied
@@ -285,7 +287,7 @@ pub fn mem_handle_window(occupied: &[(u64, u64)]) -> Option<(u64, u64)> {
             .map(|&(_, l)| l)
             .max();
         let Some(end) = clash_end else { return Some((base, limit)) };
-        let skip = ((end - base) / MEM_HANDLE_APERTURE_SIZE).checked_add(1)?;
+        let skip = (end.saturating_sub(base) / MEM_HANDLE_APERTURE_SIZE).checked_add(1)?;
         base = base.checked_add(skip.checked_mul(MEM_HANDLE_APERTURE_SIZE)?)?;
     }
     None

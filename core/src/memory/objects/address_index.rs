@@ -221,16 +221,24 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         let page = addr.rotate_right(12);
         let h1 = page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         let h2 = page.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32;
-        [((h1 * n) >> 32) as usize, ((h2 * n) >> 32) as usize]
+        // Both factors are below 2^32: the product (a bucket in `0..n`, scaled by 2^32) fits.
+        [(h1.wrapping_mul(n) >> 32) as usize, (h2.wrapping_mul(n) >> 32) as usize]
     }
 
     pub(super) fn cache_entry(nodes: &[IndexNode], bucket: usize, k: usize) -> u32 {
-        nodes.get(bucket * 2 + k / 2).and_then(|n| n.cache.get(k % 2)).copied().unwrap_or(NIL)
+        nodes
+            .get(bucket.saturating_mul(2).saturating_add(k / 2))
+            .and_then(|n| n.cache.get(k % 2))
+            .copied()
+            .unwrap_or(NIL)
     }
 
     pub(super) fn cache_set(&mut self, bucket: usize, k: usize, v: u32) {
         let nodes = self.slots.split_mut().0;
-        if let Some(e) = nodes.get_mut(bucket * 2 + k / 2).and_then(|n| n.cache.get_mut(k % 2)) {
+        if let Some(e) = nodes
+            .get_mut(bucket.saturating_mul(2).saturating_add(k / 2))
+            .and_then(|n| n.cache.get_mut(k % 2))
+        {
             *e = v;
         }
     }
@@ -254,14 +262,14 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             .find(|&(b, k)| enabled && Self::cache_entry(nodes, b, k) == NIL);
         match free {
             Some((b, k)) => self.cache_set(b, k, i),
-            None => self.uncached += 1,
+            None => self.uncached = self.uncached.saturating_add(1),
         }
     }
 
     pub(super) fn cache_remove(&mut self, addr: u64, i: u32) {
         match self.cache_find_slot(addr, i) {
             Some((b, k)) => self.cache_set(b, k, NIL),
-            None => self.uncached -= 1,
+            None => self.uncached = self.uncached.saturating_sub(1),
         }
     }
 

@@ -63,14 +63,14 @@ impl KfdHandles {
             .get_mut(usize::from(self.len))
             .ok_or(Error::CapacityExhausted { capacity: MAX_KFD_HANDLES as u32 })?;
         *slot = handle;
-        self.len += 1;
+        self.len = self.len.saturating_add(1);
         Ok(())
     }
 
     /// Removes and returns the last handle.
     pub fn pop(&mut self) -> Option<u64> {
         let last = usize::from(self.len.checked_sub(1)?);
-        self.len -= 1;
+        self.len = self.len.saturating_sub(1);
         self.handles.get(last).copied()
     }
 

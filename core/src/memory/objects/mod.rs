@@ -402,8 +402,9 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             self.recycled = self.slot(i).map_or(NIL, |s| s.next_free);
             i
         } else {
-            self.hwm += 1;
-            self.hwm - 1
+            let i = self.hwm;
+            self.hwm = self.hwm.saturating_add(1);
+            i
         };
         let (start, user) = (obj.start, obj.userptr);
         if let Some(s) = self.slot_mut(i) {
@@ -418,7 +419,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         if let Some(u) = user {
             avl::insert(&mut self.users_mut(), i, u.addr);
         }
-        self.live += 1;
+        self.live = self.live.saturating_add(1);
         Ok(MemoryHandle { index: i, generation: self.slot(i).map_or(0, |s| s.generation) })
     }
 
@@ -429,7 +430,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     pub fn remove(&mut self, h: MemoryHandle) -> Result<MemoryObject<T>, Error> {
         let i = self.resolve(h)?;
         let obj = self.remove_slot(i)?;
-        self.live -= 1;
+        self.live = self.live.saturating_sub(1);
         Ok(obj)
     }
 
@@ -583,7 +584,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             if s.object.is_some() || r >= self.hwm || recycled >= self.hwm {
                 return Err(Violation::SlotList { slot: r });
             }
-            recycled += 1;
+            recycled = recycled.saturating_add(1);
             r = s.next_free;
         }
         let (mut occupied, mut with_user, mut retired) = (0u32, 0u32, 0u32);
@@ -597,9 +598,9 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
                 }
                 continue;
             };
-            occupied += 1;
+            occupied = occupied.saturating_add(1);
             if s.retired {
-                retired += 1;
+                retired = retired.saturating_add(1);
                 if o.userptr.is_some() {
                     return Err(Violation::IndexMembership { slot: i });
                 }
@@ -614,7 +615,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             }
             match o.userptr {
                 Some(u) => {
-                    with_user += 1;
+                    with_user = with_user.saturating_add(1);
                     if s.by_user.height == 0
                         || s.by_user.key != u.addr
                         || avl::find_key_end(&self.users(), u.addr, u.end()) != Some(i)
@@ -629,8 +630,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             }
         }
         if retired != self.retired
-            || occupied != self.live + self.retired
-            || occupied + recycled != self.hwm
+            || occupied != self.live.saturating_add(self.retired)
+            || occupied.saturating_add(recycled) != self.hwm
         {
             return Err(Violation::Counter);
         }
@@ -652,15 +653,15 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
                 {
                     return Err(Violation::IndexMembership { slot: e });
                 }
-                cached += 1;
+                cached = cached.saturating_add(1);
             }
         }
-        for n in nodes.iter().skip(2 * buckets) {
+        for n in nodes.iter().skip(buckets.saturating_mul(2)) {
             if n.cache != [NIL; 2] {
                 return Err(Violation::IndexMembership { slot: NIL });
             }
         }
-        if cached + self.uncached != self.live + self.retired {
+        if cached.saturating_add(self.uncached) != self.live.saturating_add(self.retired) {
             return Err(Violation::Counter);
         }
         if avl::check(&self.starts(), cap)? != occupied

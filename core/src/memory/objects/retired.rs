@@ -75,8 +75,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         s.retired = true;
         s.generation = next_generation(s.generation);
         let generation = s.generation;
-        self.live -= 1;
-        self.retired += 1;
+        self.live = self.live.saturating_sub(1);
+        self.retired = self.retired.saturating_add(1);
         Ok(Some(RetiredObject { index: i, generation }))
     }
 
@@ -117,8 +117,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         update(o);
         s.retired = false;
         let handle = MemoryHandle { index: i, generation: s.generation };
-        self.retired -= 1;
-        self.live += 1;
+        self.retired = self.retired.saturating_sub(1);
+        self.live = self.live.saturating_add(1);
         Ok(handle)
     }
 
@@ -138,7 +138,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     pub fn remove_retired(&mut self, r: RetiredObject) -> Result<MemoryObject<T>, Error> {
         let i = self.resolve_retired(r)?;
         let obj = self.remove_slot(i)?;
-        self.retired -= 1;
+        self.retired = self.retired.saturating_sub(1);
         Ok(obj)
     }
 }
