@@ -156,18 +156,15 @@ impl QueueIsa {
             return IsaStep::Done;
         };
         let before = d.stats;
-        // Address watches a debugger armed: every access of this step is compared.
+        // Address watches a debugger armed: every access of this step is compared. (Always
+        // through `WatchedMemory`, empty or not: one instance of the interpreter's loop, not
+        // two, in the binaries that embed the simulator.)
         let watches = cp.events.address_watches(q.gpu_id);
-        let r = if watches.is_empty() {
-            d.run(&mut mem, &mut self.dev, code, budget)
-        } else {
-            let mut watched = WatchedMemory::new(&mut mem, &watches);
-            let r = d.run(&mut watched, &mut self.dev, code, budget);
-            if let Some(id) = watched.hit() {
-                cp.events.address_watch_hit(q.gpu_id, q.qid, id);
-            }
-            r
-        };
+        let mut watched = WatchedMemory::new(&mut mem, &watches);
+        let r = d.run(&mut watched, &mut self.dev, code, budget);
+        if let Some(id) = watched.hit() {
+            cp.events.address_watch_hit(q.gpu_id, q.qid, id);
+        }
         cp.isa_counters.add(Stats {
             instructions: d.stats.instructions - before.instructions,
             lane_instructions: d.stats.lane_instructions - before.lane_instructions,

@@ -98,12 +98,15 @@ impl<'a, M: WaveMemory> WatchedMemory<'a, M> {
     }
 
     fn check(&mut self, address: u64, len: u64, access: WatchAccess) {
-        if self.hit.is_none() {
+        if self.hit.is_none() && !self.points.is_empty() {
             self.hit = first_hit(self.points, address, len, access);
         }
     }
 
     fn check_lanes(&mut self, addresses: &[u64; LANES], mask: u64, access: WatchAccess) {
+        if self.points.is_empty() {
+            return;
+        }
         let mut m = mask;
         while m != 0 && self.hit.is_none() {
             let l = m.trailing_zeros() as usize;
