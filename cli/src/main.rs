@@ -17,6 +17,16 @@ mod text;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use hsakmt_hostmem::CountingAllocator;
+
+/// The heap, counted: `hsakmt bench` proves its hot paths allocate nothing.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
+
+/// Heap allocations the process has made so far.
+pub(crate) fn allocations() -> u64 {
+    ALLOCATOR.allocations()
+}
 
 /// User-mode amdkfd layer: topology, memory, queues, events — on real hardware or simulated.
 #[derive(Debug, Parser)]

@@ -36,7 +36,28 @@ fn runs_and_verifies_on_every_profile_with_a_gpu() {
         );
         assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{lat}");
         assert!(doc["throughput_per_s"].as_f64().unwrap() > 0.0);
+        // The steady state: the library and the tool allocate nothing per iteration; the
+        // simulated kernel's allocations are counted apart, and it is called every iteration.
+        let heap = &doc["heap_allocations_per_iteration"];
+        assert_eq!(heap["library_steady_state"], 0.0, "{profile}: {heap}");
+        assert!(heap["simulated_kernel_steady_state"].as_f64().is_some(), "{heap}");
+        assert!(heap["process"].as_f64().unwrap() >= 0.0, "{heap}");
+        assert!(doc["device_calls_per_iteration"].as_f64().unwrap() > 0.0, "{doc}");
     }
+}
+
+#[test]
+fn the_branch_real_hardware_takes_runs_over_the_simulator_as_a_plain_kfd() {
+    // No host kernels: the copies go through SDMA and the compute step is a barrier, as on a
+    // real GPU until code objects load; verified end to end.
+    let doc =
+        json(&["run", "--sim", "mi308x-8gpu-cpx", "--as-kfd", "--iterations", "300", "--json"]);
+    assert_eq!(doc["driver"], "kfd", "{doc}");
+    assert_eq!(doc["verified"], true, "{doc}");
+    assert_eq!(doc["iterations"], 300);
+    assert_eq!(doc["compute"], "barrier (no code object loader)");
+    assert!(doc["platform"].as_str().unwrap().contains("as a plain KFD device"), "{doc}");
+    assert_eq!(doc["heap_allocations_per_iteration"]["library_steady_state"], 0.0, "{doc}");
 }
 
 #[test]

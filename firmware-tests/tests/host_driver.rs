@@ -647,8 +647,13 @@ fn shutdown_with_work_in_flight() {
     let t = Instant::now();
     std::thread::scope(|scope| {
         // A waiter of a signal that will never complete ends with the driver.
+        // Shut down only once it waits: a wait begun after the shutdown fails with
+        // `NotInitialized` instead (a sleep cannot promise the waiter ran on a loaded machine).
         let waiter = scope.spawn(|| d.signal_wait(gate, SignalCondition::Eq(0), u64::MAX));
-        std::thread::sleep(Duration::from_millis(10));
+        while host.signal_waiters() == 0 {
+            assert!(!waiter.is_finished(), "the waiter ended early: {:?}", waiter.join());
+            std::thread::yield_now();
+        }
         host.shutdown().unwrap();
         // Waiting, it ends with the signal (`InvalidHandle`); on a loaded machine the waiter
         // may only get to its wait after the shutdown (`NotInitialized`). Either way it ends.

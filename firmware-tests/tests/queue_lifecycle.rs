@@ -385,8 +385,10 @@ fn pm4_queue_disabled_by_update_resumes() {
         sim.run_until_idle();
         assert_eq!(dst.u32s()[4].load(Ordering::Acquire), 0, "disabled: not executed");
         kfd.update_queue(info.handle, 100, QueuePriority::Normal, RingUpdate::Restore).unwrap();
-        wait_until(sim, T, "the resumed write", || dst.u32s()[4].load(Ordering::Acquire) == 3);
-        assert_eq!(q.rptr(), q.wptr());
+        // The processor writes the data before it moves the read pointer past the packet:
+        // wait for the packet to be consumed, not only for its write.
+        wait_until(sim, T, "the resumed packet consumed", || q.rptr() == q.wptr());
+        assert_eq!(dst.u32s()[4].load(Ordering::Acquire), 3, "the resumed write");
     }
 }
 

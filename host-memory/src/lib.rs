@@ -10,6 +10,8 @@
 //!   private or shared memory at an address inside a reservation, shared memory anywhere, a
 //!   mapping of a device file, a second mapping of shared pages, a view of memory an application
 //!   registered; bounds-checked copies between mappings.
+//! - [`counting`] (feature `std`): [`CountingAllocator`], the system allocator counting its
+//!   allocations (how the benchmarks prove a hot path allocates nothing).
 //! - [`fork`]: [`PidCache`], the process id cached in a page a fork wipes (fork detection
 //!   without a system call per check).
 //!
@@ -25,11 +27,15 @@
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[cfg(feature = "std")]
+pub mod counting;
 pub mod fork;
 #[cfg(feature = "std")]
 pub mod mapping;
 pub mod space;
 
+#[cfg(feature = "std")]
+pub use counting::{CountingAllocator, thread_allocations};
 pub use fork::PidCache;
 #[cfg(feature = "std")]
 pub use mapping::{HostMapping, map_anonymous, map_fd, map_shared, map_shared_anywhere};

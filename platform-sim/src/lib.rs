@@ -59,7 +59,7 @@ pub use host::{
 };
 pub use kfd::files::FILE_FD_BASE;
 pub use kfd::memory::{DMABUF_FD_BASE, DOORBELL_SLICE, GpuMemoryUsage};
-pub use kfd::{DeviceState, FALLBACK_VRAM, Privileges, RENDER_FD_BASE};
+pub use kfd::{DeviceState, FALLBACK_VRAM, Privileges, RENDER_FD_BASE, thread_ioctl_allocations};
 pub use mapping::SimMapping;
 pub use profile::{
     DEFAULT_PROFILE, Profile, UnknownProfile, parse_file_path, profile_description, profile_names,
@@ -216,6 +216,7 @@ impl SimBuilder {
             })),
             epoch: Instant::now(),
             stale_pid: self.stale_pid.then(|| Arc::new(std::sync::atomic::AtomicU32::new(0))),
+            device_calls: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             kfd: Arc::new(kfd::KfdModel::new(
                 &topology,
                 self.kfd_version,
@@ -267,6 +268,9 @@ pub struct SimPlatform {
     epoch: Instant,
     /// The fork-surviving process-id cache of [`SimBuilder::stale_process_id`].
     stale_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
+    /// Calls of the [`KfdDevice`](hsakmt_core::platform::KfdDevice) methods (see
+    /// [`SimPlatform::device_calls`]).
+    device_calls: Arc<std::sync::atomic::AtomicU64>,
     kfd: Arc<kfd::KfdModel>,
 }
 
@@ -464,6 +468,14 @@ impl SimPlatform {
     #[must_use]
     pub fn buffer_flags(&self, handle: u64) -> Option<u32> {
         kfd::lock(&self.kfd.memory).bos.get(&handle).map(|b| b.flags)
+    }
+
+    /// How many calls the library made to the simulated device, in all (every
+    /// [`KfdDevice`](hsakmt_core::platform::KfdDevice) method: ioctls, opens and closes,
+    /// mappings, VA reservations — what are system calls on a real machine). Clones share it.
+    #[must_use]
+    pub fn device_calls(&self) -> u64 {
+        self.device_calls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many times a buffer was mapped on a device, in all (a resumed `MAP_MEMORY_TO_GPU`

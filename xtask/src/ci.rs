@@ -4,9 +4,9 @@ use std::process::Command;
 
 use crate::{cargo, run};
 
-/// Runs formatting, tidy, lints, tests, a CI-sized fuzz run, the uapi layout check, the C library's
-/// header check and C test, the kernel code-object check, the no-libc image test and the doc
-/// build.
+/// Runs formatting, tidy, lints, tests, the benchmarks' quick check, a CI-sized fuzz run, the
+/// uapi layout check, the C library's header check and C test, the kernel code-object check,
+/// the no-libc image test and the doc build.
 pub(crate) fn ci() -> Result<(), String> {
     step("format", cargo().args(["fmt", "--all", "--", "--check"]))?;
     println!("==> tidy (boundaries, unsafe, file length, capacities, stack sizes)");
@@ -107,6 +107,11 @@ pub(crate) fn ci() -> Result<(), String> {
     )?;
     step("tests", cargo().args(["test", "--workspace", "--all-targets"]))?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
+    step(
+        "bench --check --quick (every row runs, every goal evaluates; counts enforced, timings \
+         not: the machine is shared)",
+        cargo().args(["run", "--quiet", "-p", "hsakmt-cli", "--", "bench", "--check", "--quick"]),
+    )?;
     let mut loom = cargo();
     loom.args(["test", "-p", "hsakmt-core", "--release"])
         .args(["--test", "loom_ring", "--test", "loom_signal_wait"])

@@ -2,6 +2,7 @@
 //! `cargo run --quiet --package xtask --`).
 #![forbid(unsafe_code)]
 
+mod bench;
 mod c_header;
 mod c_program;
 mod capi_build;
@@ -29,7 +30,8 @@ commands:
                and its SAFETY comments, file length, capacities, stack sizes); lists every
                failure as path:line: [rule] message (rules and exceptions:
                xtask/src/tidy/policy.rs)
-  bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`)
+  bench [ARGS] release build of `hsakmt bench ARGS` (e.g. `topology --json`); with no ARGS,
+               `hsakmt bench --check --json` written to BENCHMARKS.md (fails on a missed goal)
   fuzz [TARGET...] [--seconds N] [--ci] [--write-seeds]
                run cargo-fuzz targets, N s each (default 60; --ci: 10 s each from the seeds;
                nightly; targets: topology apertures event_data dmabuf_info aql sdma queue_sizing
@@ -64,10 +66,7 @@ fn main() -> ExitCode {
     let result = match command {
         "ci" => ci::ci(),
         "tidy" => tidy::run(rest),
-        "bench" => run(cargo()
-            .args(["run", "--release", "--quiet", "-p", "hsakmt-cli", "--features", "capi-bench"])
-            .args(["--", "bench"])
-            .args(rest)),
+        "bench" => bench::bench(rest),
         "fuzz" => fuzz::fuzz(rest),
         "size" => size::size(rest),
         "image-test" => image_test::image_test(rest),

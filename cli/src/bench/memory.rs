@@ -16,7 +16,7 @@
 //! allocations the cache held after the run (`recycled`). The bookkeeping goal counts the
 //! timer; the maximum of a run is bounded by the host's scheduling and interrupts, not by the
 //! library (whose worst cases are documented in `hsakmt_core::memory`), so the bookkeeping rows
-//! also give `p999` and `over_2us`, the number of pairs above the 2 us bound.
+//! also give `over_2us`, the number of pairs above the 2 us bound.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +38,8 @@ use super::{Row, Samples};
 /// Object capacity of the benchmark's device facades.
 const CAPACITY: usize = 131_072;
 const LIVE: [(usize, &str); 3] = [(1, "live_1"), (1_000, "live_1k"), (100_000, "live_100k")];
-const CPU_NODE: u32 = 0;
+/// The CPU node's id.
+pub(super) const CPU_NODE: u32 = 0;
 
 #[derive(Debug, Clone, Copy)]
 struct Case {
@@ -96,6 +97,13 @@ struct Counting {
 }
 
 impl Counting {
+    /// `inner` counted, and a second handle on the counts.
+    fn new(inner: SimPlatform) -> (Self, Self) {
+        let counts = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        let handle = Counting { inner: inner.clone(), counts: Arc::clone(&counts) };
+        (Counting { inner, counts }, handle)
+    }
+
     fn bump(&self, kind: usize) {
         if let Some(c) = self.counts.get(kind) {
             c.fetch_add(1, Ordering::Relaxed);
@@ -206,7 +214,7 @@ impl KfdDevice for Counting {
 
 /// A CPU "mapping" that maps nothing (the bookkeeping rows never touch memory).
 #[derive(Debug, Clone)]
-struct NoMapping {
+pub(super) struct NoMapping {
     addr: u64,
     len: usize,
 }
@@ -237,9 +245,16 @@ impl SharedMemory for NoMapping {
 
 /// The simulator for opening (topology, apertures, VMs), answering the memory ioctls and CPU
 /// mappings instantly: what is left of an alloc + free pair is the library's own work.
-struct Instant0 {
+pub(super) struct Instant0 {
     inner: SimPlatform,
     next: AtomicU64,
+}
+
+impl Instant0 {
+    /// Over a default simulator.
+    pub(super) fn new() -> Self {
+        Instant0 { inner: SimPlatform::new(), next: AtomicU64::new(1) }
+    }
 }
 
 impl Sysfs for Instant0 {
@@ -410,17 +425,13 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     let gpu_node = full.gpu_nodes().map_err(|e| e.to_string())?.first().ok_or("no GPU")?;
     let gpu_id = sim.gpu_ids().first().copied().ok_or("no GPU")?;
 
-    let null = Instant0 { inner: SimPlatform::new(), next: AtomicU64::new(1) };
+    let null = Instant0::new();
     let book: Box<Kfd<Instant0, BoxedMemory>> =
         Box::new(Kfd::with_memory(null, boxed_tables(CAPACITY)));
     book.open().map_err(|e| e.to_string())?;
 
     // Platform calls of one pair, by kind.
-    let counting = Counting {
-        inner: SimPlatform::new(),
-        counts: Arc::new(std::array::from_fn(|_| AtomicU64::new(0))),
-    };
-    let counter = Counting { inner: counting.inner.clone(), counts: Arc::clone(&counting.counts) };
+    let (counting, counter) = Counting::new(SimPlatform::new());
     let counted: Box<Kfd<Counting, BoxedMemory>> =
         Box::new(Kfd::with_memory(counting, boxed_tables(64)));
     counted.open().map_err(|e| e.to_string())?;
@@ -473,11 +484,12 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
             let mut row = Row::latency(format!("memory.alloc_free.{}.{suffix}", case.name), &whole)
                 .against("sim-alloc+free-ioctls", &reference);
             if !case.host {
-                row = row.goal(format!(
-                    "2 ioctls, no other syscall: measured {ioctls} ioctls, {others} other platform \
-                     calls (+{pid} cached process-id reads)"
-                ));
+                // 2 ioctls and no other system call (process-id reads are cached, no syscall).
+                row = row.goal("ioctls <= 2, other_platform_calls <= 0");
             }
+            row.extra.insert("ioctls".into(), ioctls.into());
+            row.extra.insert("other_platform_calls".into(), others.into());
+            row.extra.insert("process_id_reads".into(), pid.into());
             row.extra.insert("platform_calls_per_pair".into(), per_pair.clone().into());
             row.extra.insert("iterations".into(), n.into());
             row.extra.insert("timer_ns".into(), timer.into());
@@ -485,14 +497,15 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
             let mut row = Row::latency(format!("memory.bookkeeping.{}.{suffix}", case.name), &own)
                 .against("sim-alloc+free-ioctls", &reference);
             if live == 100_000 {
-                row = row.goal("p50 <= 100 ns, max <= 2 us (timer included)");
+                // The timer is included; no goal rests on `max`, which on a VM measures the
+                // hypervisor.
+                row = row.goal("p50 <= 100 ns, p99.9 <= 2 us");
             }
             row.extra.insert("iterations".into(), n.into());
             row.extra.insert("timer_ns".into(), timer.into());
             row.extra.insert("recycled".into(), book.memory_usage().recycled.into());
             // How rare the tail is: the maximum of a run is set by the host's interrupts and
-            // preemption, so say how many pairs went over the 2 us bound and where p99.9 lies.
-            row.extra.insert("p999".into(), own.percentile(99.9).into());
+            // preemption, so say how many pairs went over the 2 us bound.
             row.extra.insert("over_2us".into(), own.count_above(2_000.0).into());
             rows.push(row);
         }
@@ -504,6 +517,8 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
         book.free_memory(addr).map_err(|e| e.to_string())?;
     }
     let _ = sim.release_va(reference_va, REFERENCE_RANGE);
+    drop((full, book));
+    rows.extend(super::mixed::rows(scale)?);
     Ok(rows)
 }
 

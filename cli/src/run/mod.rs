@@ -59,6 +59,17 @@ pub(crate) struct RunArgs {
     /// run.
     #[arg(long, value_name = "NAME=ERRNO@N")]
     inject: Vec<String>,
+    /// With --sim: present the simulator as a plain KFD device (driver `kfd`, no host
+    /// kernels), so the loop takes the branch real hardware takes (copies and a barrier).
+    #[arg(long, requires = "sim")]
+    as_kfd: bool,
+}
+
+impl RunArgs {
+    /// The kind of driver the simulator is presented as.
+    fn sim_kind(&self) -> DriverKind {
+        if self.as_kfd { DriverKind::Kfd } else { DriverKind::Sim }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -84,12 +95,32 @@ struct Report {
     compute: &'static str,
     latency_ns: LatencyNs,
     throughput_per_s: f64,
+    heap_allocations_per_iteration: Allocations,
+    /// Calls the library made to the simulated device per iteration (the system calls it
+    /// would make on a real machine); only on the simulator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_calls_per_iteration: Option<f64>,
     latency_controls: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     injected_faults: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     teardown_failures: Vec<String>,
 }
+
+/// Heap allocations per iteration (the binary's counting allocator).
+#[derive(Debug, Serialize, Clone, Copy, Default)]
+struct Allocations {
+    /// Made by the library and this tool on the loop threads, after each thread's warm-up
+    /// (the loop threads' allocations less those the simulated kernel made in their ioctls).
+    library_steady_state: f64,
+    /// Made by the simulated kernel inside the loop threads' ioctls, after the warm-up.
+    simulated_kernel_steady_state: f64,
+    /// The whole process while the loop ran (the simulated device's threads too).
+    process: f64,
+}
+
+/// Iterations of each loop thread before its steady state (at most a tenth of its share).
+const WARM_ITERATIONS: u64 = 100;
 
 /// The latency controls the loop asks for, with what came of each.
 fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
@@ -173,7 +204,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let probe = sim.clone();
     let kfd =
         boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
-    let simulated = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    let simulated = boxed_driver(args.sim_kind(), DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
     let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();
@@ -197,7 +228,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         return Err(e.into());
     }
     let policy =
-        if args.sim.is_some() { Policy::Explicit(DriverKind::Sim) } else { Policy::GpuFirst };
+        if args.sim.is_some() { Policy::Explicit(args.sim_kind()) } else { Policy::GpuFirst };
     let (choice, driver) = match registry.choose(policy, plan.env.map(|k| k.name().as_bytes())) {
         Ok(c) => c,
         Err(e) => {
@@ -211,12 +242,12 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
             return Err(msg.into());
         }
     };
-    if !armed.is_empty() && choice.kind != DriverKind::Sim {
+    if !armed.is_empty() && choice.kind != args.sim_kind() {
         let fired = armed.fired(&probe);
         let why = registry
             .report()
             .iter()
-            .find(|d| d.kind == DriverKind::Sim)
+            .find(|d| d.kind == args.sim_kind())
             .and_then(|d| d.outcome.as_ref().err())
             .map(ToString::to_string);
         shutdown_all(&registry);
@@ -237,6 +268,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         .into());
     }
     let platform = match choice.kind {
+        DriverKind::Kfd if args.as_kfd => {
+            format!("simulator profile {profile_name} as a plain KFD device")
+        }
         DriverKind::Kfd => "linux /dev/kfd".to_string(),
         DriverKind::Sim => format!("simulator profile {profile_name}"),
         DriverKind::Host => "host CPU".to_string(),
@@ -283,16 +317,18 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     // Locking memory helps every driver; pinning and realtime priority only help when the
     // device is real: the simulator's and the host driver's engines are threads on the same
     // CPUs, which a spinning realtime loop thread would starve.
-    let tune = choice.kind == DriverKind::Kfd;
+    let tune = choice.kind == DriverKind::Kfd && args.sim.is_none();
     let mut controls = latency_controls(used.len(), tune);
+    let device_calls = probe.device_calls();
     let (result, mut problems) =
         run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
+    let device_calls = probe.device_calls().wrapping_sub(device_calls);
     if let Err(e) = driver.shutdown() {
         problems.push(format!("shutting the `{}` driver down: {e}", choice.kind));
     }
     problems.extend(shutdown_all(&registry));
     let never = armed.never_fired(&probe);
-    let (latencies, verified, elapsed, rt) = match result {
+    let (latencies, verified, elapsed, rt, allocations) = match result {
         Ok(r) => r,
         Err(e) => {
             let mut msg = e;
@@ -326,6 +362,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
             relative_error: crate::histogram::RELATIVE_ERROR,
         },
         throughput_per_s: args.iterations as f64 / elapsed.as_secs_f64(),
+        heap_allocations_per_iteration: allocations,
+        device_calls_per_iteration: (choice.kind == args.sim_kind() && args.sim.is_some())
+            .then(|| device_calls as f64 / args.iterations.max(1) as f64),
         latency_controls: controls,
         injected_faults: armed.fired(&probe).into_iter().map(str::to_string).collect(),
         teardown_failures: problems.clone(),
@@ -349,9 +388,10 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
 }
 
-type LoopResult = (Histogram, bool, Duration, Vec<String>);
-/// One agent's latencies, whether its results checked out, and a latency-control note.
-type AgentOutcome = (Histogram, bool, Option<String>);
+type LoopResult = (Histogram, bool, Duration, Vec<String>, Allocations);
+/// One agent's latencies, whether its results checked out, a latency-control note, and its
+/// steady state's allocations (the thread's, those inside ioctls) and iterations.
+type AgentOutcome = (Histogram, bool, Option<String>, (u64, u64, u64));
 
 /// Runs the loop on `agents`; returns its outcome and, apart, what failed while the pipelines
 /// were released (reported whether the loop succeeded or not).
@@ -379,6 +419,7 @@ fn run_loop(
     let failed = AtomicBool::new(false);
     let progress = !args.json && std::io::stderr().is_terminal();
     let start = Instant::now();
+    let process_allocations = crate::allocations();
     let outcomes: Vec<Result<AgentOutcome, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = pipelines
             .iter()
@@ -392,9 +433,15 @@ fn run_loop(
                     let mut ok = true;
                     let mut input = vec![0u8; args.block as usize];
                     let mut output = vec![0u8; args.block as usize];
+                    let warm = (count / 10).min(WARM_ITERATIONS);
+                    let mut steady = (0, 0, 0);
                     for k in 0..count {
                         if failed.load(Ordering::Relaxed) {
                             break;
+                        }
+                        if k == warm {
+                            steady.0 = hsakmt_hostmem::thread_allocations();
+                            steady.1 = hsakmt_sim::thread_ioctl_allocations();
                         }
                         let n = k * threads + i as u64;
                         let t = Instant::now();
@@ -407,8 +454,13 @@ fn run_loop(
                         }
                         lat.record(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
                         done.fetch_add(1, Ordering::Relaxed);
+                        if k >= warm {
+                            steady.2 += 1;
+                        }
                     }
-                    Ok((lat, ok, rt))
+                    steady.0 = hsakmt_hostmem::thread_allocations().wrapping_sub(steady.0);
+                    steady.1 = hsakmt_sim::thread_ioctl_allocations().wrapping_sub(steady.1);
+                    Ok((lat, ok, rt, steady))
                 })
             })
             .collect();
@@ -434,21 +486,31 @@ fn run_loop(
             .collect()
     });
     let elapsed = start.elapsed();
+    let process_allocations = crate::allocations().wrapping_sub(process_allocations);
     let released: Vec<String> = pipelines.into_iter().flat_map(Pipeline::release).collect();
     let mut all = Histogram::new();
     let mut verified = true;
     let mut rt = Vec::new();
+    let (mut library, mut kernel, mut steady_iterations) = (0u64, 0u64, 0u64);
     for o in outcomes {
-        let (lat, ok, note) = match o {
+        let (lat, ok, note, (thread, in_ioctls, iterations)) = match o {
             Ok(o) => o,
             Err(e) => return (Err(e), released),
         };
         all.merge(&lat);
         verified &= ok;
         rt.extend(note);
+        library = library.saturating_add(thread.saturating_sub(in_ioctls));
+        kernel = kernel.saturating_add(in_ioctls);
+        steady_iterations = steady_iterations.saturating_add(iterations);
     }
     rt.dedup();
-    (Ok((all, verified, elapsed, rt)), released)
+    let allocations = Allocations {
+        library_steady_state: library as f64 / steady_iterations.max(1) as f64,
+        simulated_kernel_steady_state: kernel as f64 / steady_iterations.max(1) as f64,
+        process: process_allocations as f64 / args.iterations.max(1) as f64,
+    };
+    (Ok((all, verified, elapsed, rt, allocations)), released)
 }
 
 fn print_report(r: &Report) -> Result<(), Failure> {
@@ -467,6 +529,16 @@ fn print_report(r: &Report) -> Result<(), Failure> {
         us(r.latency_ns.max)
     );
     let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
+    let h = &r.heap_allocations_per_iteration;
+    let _ = writeln!(
+        s,
+        "  heap        {:.2} allocations/iteration by the library, {:.2} by the simulated \
+         kernel in its ioctls (steady state); {:.2} in the whole process",
+        h.library_steady_state, h.simulated_kernel_steady_state, h.process
+    );
+    if let Some(c) = r.device_calls_per_iteration {
+        let _ = writeln!(s, "  device      {c:.2} calls/iteration to the simulated device");
+    }
     let _ = writeln!(
         s,
         "  verified    {}",

@@ -76,7 +76,7 @@ impl Plan {
         let faults = args.inject.iter().map(|s| inject::parse(s)).collect::<Result<_, _>>()?;
         let env = crate::env::driver()?;
         if let (Some(profile), Some(kind)) = (&args.sim, env)
-            && kind != DriverKind::Sim
+            && kind != args.sim_kind()
         {
             return Err(format!(
                 "--sim {} runs the simulator, but {DRIVER_ENV} asks for the `{kind}` driver: \

@@ -41,9 +41,10 @@
 //! error. `reset`/`init`/`clear` re-initialise a table in place.
 //!
 //! # Cost
-//! Measured figures live with the benchmarks, not here: `hsakmt bench memory` (rows
+//! Measured figures live in the workspace's `BENCHMARKS.md` (`cargo xtask bench`; rows
 //! `memory.bookkeeping.*`: `Kfd::alloc_memory` + `Kfd::free` over a platform answering
-//! instantly, with and without the recycle cache) and the ignored `cost` tests
+//! instantly, with 1 to 100,000 live allocations, repeated shapes served by the memory manager's
+//! recycle cache and mixed random shapes that are not) and the ignored `cost` tests
 //! (`cargo test -p hsakmt-core --release -- --ignored --nocapture --test-threads=1 cost`: the
 //! `VaAllocator` and `ObjectTable` alone, at 100,000 live allocations). What the code
 //! guarantees:

@@ -512,8 +512,15 @@ impl SimQueue {
         }
     }
 
+    /// Changes the queue's registers as the HWS does, with the queue unmapped: serialised
+    /// with the processor (a step in progress finishes first, as a preemption waits for the
+    /// queue to leave the hardware), so no packet the step has yet to read runs under the old
+    /// registers once this returns (a queue disabled by `update_queue` fetches nothing more).
     pub(crate) fn set_regs(&self, regs: Regs) {
-        *lock(&self.regs) = regs;
+        {
+            let _exec = lock(&self.exec);
+            *lock(&self.regs) = regs;
+        }
         self.kick();
     }
 

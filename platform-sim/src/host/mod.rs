@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -157,6 +158,9 @@ pub struct HostDriver {
     state: RwLock<State>,
     signals: Mutex<SignalPool>,
     events: Events,
+    /// Threads inside [`Driver::signal_wait`] past the handle check (see
+    /// [`HostDriver::signal_waiters`]).
+    signal_waiters: AtomicUsize,
 }
 
 impl fmt::Debug for HostDriver {
@@ -222,6 +226,7 @@ impl HostDriver {
             }),
             signals: Mutex::new(SignalPool::default()),
             events: Events::default(),
+            signal_waiters: AtomicUsize::new(0),
         }
     }
 
@@ -269,6 +274,14 @@ impl HostDriver {
         self.vm.len()
     }
 
+    /// How many threads are waiting in [`Driver::signal_wait`] on a signal they resolved (a
+    /// shutdown or the signal's destruction ends their wait with
+    /// [`DriverError::InvalidHandle`]); for tests that must know a waiter is in place.
+    #[must_use]
+    pub fn signal_waiters(&self) -> usize {
+        self.signal_waiters.load(Ordering::SeqCst)
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, State> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -307,6 +320,42 @@ impl HostDriver {
     fn signal_view(&self, signal: SignalId) -> Result<(HostMapping, usize), DriverError> {
         drop(self.ready()?);
         self.signals().view(signal)
+    }
+
+    /// [`Driver::signal_wait`] once the signal resolved and `seen` does not meet `condition`:
+    /// spins a while, then sleeps until the condition holds, the signal ends or the timeout.
+    fn wait_resolved(
+        &self,
+        s: &Signal<'_, HostMapping>,
+        condition: SignalCondition,
+        mut seen: i64,
+        timeout_ns: u64,
+    ) -> Result<Waited, DriverError> {
+        // Destroying the signal (or shutting down) invalidates it and ends the wait.
+        let live = || s.kind() == Ok(SignalKind::User);
+        let deadline = deadline(timeout_ns);
+        let spin_end = Instant::now() + Duration::from_nanos(HOST_SPIN_NS.min(timeout_ns));
+        while Instant::now() < spin_end {
+            core::hint::spin_loop();
+            seen = s.load_acquire();
+            if condition.holds(seen) {
+                return Ok(Waited::Done(seen));
+            }
+        }
+        let mut met = false;
+        self.model.cp.progress.wait_until(
+            || {
+                seen = s.load_acquire();
+                met = condition.holds(seen);
+                met || !live()
+            },
+            deadline,
+        );
+        match (met, live()) {
+            (true, _) => Ok(Waited::Done(seen)),
+            (false, true) => Ok(Waited::TimedOut),
+            (false, false) => Err(DriverError::InvalidHandle),
+        }
     }
 
     fn build_agents(&self) -> Vec<Agent> {
@@ -723,35 +772,14 @@ impl Driver for HostDriver {
     ) -> Result<Waited, DriverError> {
         let (memory, offset) = self.signal_view(signal)?;
         let s = Signal::new(&memory, offset).map_err(|_| DriverError::InvalidHandle)?;
-        let mut seen = s.load_acquire();
+        let seen = s.load_acquire();
         if condition.holds(seen) {
             return Ok(Waited::Done(seen));
         }
-        // Destroying the signal (or shutting down) invalidates it and ends the wait.
-        let live = || s.kind() == Ok(SignalKind::User);
-        let deadline = deadline(timeout_ns);
-        let spin_end = Instant::now() + Duration::from_nanos(HOST_SPIN_NS.min(timeout_ns));
-        while Instant::now() < spin_end {
-            core::hint::spin_loop();
-            seen = s.load_acquire();
-            if condition.holds(seen) {
-                return Ok(Waited::Done(seen));
-            }
-        }
-        let mut met = false;
-        self.model.cp.progress.wait_until(
-            || {
-                seen = s.load_acquire();
-                met = condition.holds(seen);
-                met || !live()
-            },
-            deadline,
-        );
-        match (met, live()) {
-            (true, _) => Ok(Waited::Done(seen)),
-            (false, true) => Ok(Waited::TimedOut),
-            (false, false) => Err(DriverError::InvalidHandle),
-        }
+        self.signal_waiters.fetch_add(1, Ordering::SeqCst);
+        let result = self.wait_resolved(&s, condition, seen, timeout_ns);
+        self.signal_waiters.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 
     fn create_event(&self, manual_reset: bool, signaled: bool) -> Result<EventId, DriverError> {

@@ -15,15 +15,21 @@ impl KfdDevice for SimPlatform {
     type Mapping = SimMapping;
 
     fn open(&self) -> Result<(), OpenError> {
+        self.count_device_call();
         self.kfd.open()
     }
 
     fn close(&self) {
+        self.count_device_call();
         self.kfd.close();
     }
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
+        self.count_device_call();
+        let before = hsakmt_hostmem::thread_allocations();
         let r = self.kfd.ioctl(request);
+        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(before);
+        let _ = super::IOCTL_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
         if r == Err(Errno::EBADF)
             && let Some(cache) = &self.stale_pid
         {
@@ -34,6 +40,7 @@ impl KfdDevice for SimPlatform {
     }
 
     fn open_render_node(&self, minor: u32) -> Result<u32, Errno> {
+        self.count_device_call();
         if let Some(errno) = self.render_node_refusal(minor) {
             return Err(errno);
         }
@@ -45,32 +52,39 @@ impl KfdDevice for SimPlatform {
     }
 
     fn close_fd(&self, fd: u32) {
+        self.count_device_call();
         if !self.kfd.files.close(fd) {
             lock(&self.kfd.memory).close_fd(fd);
         }
     }
 
     fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
+        self.count_device_call();
         self.kfd.files.poll(fd, timeout_ms)
     }
 
     fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.count_device_call();
         self.kfd.files.read(fd, buf)
     }
 
     fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
+        self.count_device_call();
         self.kfd.files.write(fd, data)
     }
 
     fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        self.count_device_call();
         Ok(self.kfd.files.pipe())
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
+        self.count_device_call();
         hsakmt_hostmem::reserve(hint, size, align)
     }
 
     fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
+        self.count_device_call();
         hsakmt_hostmem::release(addr, size)
     }
 
@@ -81,6 +95,7 @@ impl KfdDevice for SimPlatform {
         addr: Option<u64>,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
+        self.count_device_call();
         match offset {
             // The simulator hands out the page where it lives (a kernel would map the same
             // pages again), so it cannot honour a fixed address.
@@ -104,6 +119,7 @@ impl KfdDevice for SimPlatform {
         addr: u64,
         _access: Access,
     ) -> Result<SimMapping, Errno> {
+        self.count_device_call();
         let gpu = render_fd
             .checked_sub(RENDER_FD_BASE)
             .and_then(|minor| self.kfd.gpus.iter().find(|g| g.render_minor == minor))
@@ -112,11 +128,17 @@ impl KfdDevice for SimPlatform {
     }
 
     fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
+        self.count_device_call();
         hsakmt_hostmem::map_anonymous(addr, size).map(SimMapping::new)
     }
 }
 
 impl SimPlatform {
+    /// Counts one call of a [`KfdDevice`] method ([`SimPlatform::device_calls`]).
+    fn count_device_call(&self) {
+        self.device_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// `kfd_doorbell_mmap`: the process's doorbell slice of the GPU the offset names — the
     /// doorbell buffer's pages when one was allocated, else pages of its own — whose writes
     /// wake the command processor.

@@ -352,3 +352,17 @@ impl KfdModel {
         lock(&self.session).vms.contains_key(&gpu_id)
     }
 }
+
+std::thread_local! {
+    /// Heap allocations the simulated kernel made inside ioctls on this thread.
+    static IOCTL_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Heap allocations the simulated kernel has made inside the calling thread's ioctls, as
+/// counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the global allocator (0
+/// without one): what a program subtracts from its own thread's count to see the library's
+/// allocations apart from the simulated device's.
+#[must_use]
+pub fn thread_ioctl_allocations() -> u64 {
+    IOCTL_ALLOCATIONS.try_with(core::cell::Cell::get).unwrap_or(0)
+}
