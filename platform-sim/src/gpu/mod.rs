@@ -172,17 +172,12 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
         let _ = fault;
         false
     }
-    /// The address watches armed on `gpu_id`, which the interpreter checks every memory access
-    /// against (see [`watch`]). The default: none.
-    fn address_watches(&self, gpu_id: u32) -> Vec<watch::WatchPoint> {
-        let _ = gpu_id;
+    /// The address watches armed on a GPU, checked on each wave access ([`watch`]); none.
+    fn address_watches(&self, _gpu_id: u32) -> Vec<watch::WatchPoint> {
         Vec::new()
     }
-    /// A wave of queue `queue_id` on `gpu_id` touched memory watch `id` covers. The default
-    /// does nothing.
-    fn address_watch_hit(&self, gpu_id: u32, queue_id: u32, id: u32) {
-        let _ = (gpu_id, queue_id, id);
-    }
+    /// A wave of queue `queue_id` on `gpu_id` touched memory watch `id` covers; nothing.
+    fn address_watch_hit(&self, _gpu_id: u32, _queue_id: u32, _id: u32) {}
     /// The kernel could not preempt a hung queue on `gpu_id` and resets the GPU
     /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.
     fn gpu_hang(&self, gpu_id: u32) {
