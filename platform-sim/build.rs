@@ -2,10 +2,13 @@
 //! with a `topology/` tree becomes a profile holding each file's bytes; a capture that only has
 //! an `ls -lR` listing becomes a profile with its directory shape and empty files.
 //!
-//! Each profile is one DEFLATE-compressed archive (sysfs text compresses about 15:1), so the
-//! captures cost the binary tens of KiB instead of a megabyte of bytes, paths and tables.
-//! Archive records: a tag byte (`f` file, `d` directory), the path length (u32 LE), the path,
-//! and for files the content length (u32 LE) and the content.
+//! Each profile is one DEFLATE-compressed archive (`src/archive.rs`; sysfs text compresses
+//! about 15:1), so the captures cost the binary tens of KiB instead of a megabyte of bytes,
+//! paths and tables.
+
+#[path = "src/archive.rs"]
+#[expect(unreachable_pub, reason = "the simulator's public archive module, included")]
+mod archive;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -39,13 +42,13 @@ fn main() {
         println!("cargo::rerun-if-changed={}", dir.display());
         let mut archive = Vec::new();
         for d in &dirs {
-            record(&mut archive, b'd', d, None);
+            archive::write_record(&mut archive, d, None);
         }
         for (rel, abs) in &files {
             let bytes = abs.as_ref().map(|p| fs::read(p).expect("readable capture file"));
-            record(&mut archive, b'f', rel, Some(bytes.as_deref().unwrap_or_default()));
+            archive::write_record(&mut archive, rel, Some(bytes.as_deref().unwrap_or_default()));
         }
-        let packed = miniz_oxide::deflate::compress_to_vec(&archive, 9);
+        let packed = archive::pack(&archive);
         let blob = out_dir.join(format!("{name}.deflate"));
         fs::write(&blob, packed).expect("OUT_DIR is writable");
         writeln!(
@@ -61,16 +64,6 @@ fn main() {
 }
 
 type Files = Vec<(String, Option<PathBuf>)>;
-
-fn record(archive: &mut Vec<u8>, tag: u8, path: &str, content: Option<&[u8]>) {
-    archive.push(tag);
-    archive.extend_from_slice(&u32::try_from(path.len()).expect("short path").to_le_bytes());
-    archive.extend_from_slice(path.as_bytes());
-    if let Some(c) = content {
-        archive.extend_from_slice(&u32::try_from(c.len()).expect("small file").to_le_bytes());
-        archive.extend_from_slice(c);
-    }
-}
 
 fn walk_tree(top: &Path) -> (Files, Vec<String>) {
     let mut files = Vec::new();

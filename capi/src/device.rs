@@ -4,18 +4,23 @@
 //!
 //! - `HSAKMT_DRIVER` unset or `kfd`: the real device;
 //! - `HSAKMT_DRIVER=sim`: the simulator, over `HSAKMT_SIM_SYSFS=<topology dir>` when set, else
-//!   the embedded profile `HSAKMT_SIM_PROFILE=<name>` (default `mi308x-8gpu-cpx`).
+//!   the embedded profile `HSAKMT_SIM_PROFILE=<name>` (default `mi308x-8gpu-cpx`);
+//! - set to anything else (empty, `host`, unknown, not UTF-8): an error, so `hsaKmtOpenKFD`
+//!   fails — the `hsakmt` tool's rule (names case-insensitive, surrounding blanks ignored).
 //!
 //! The facade is generic over its platform; the C library holds it as [`Device`], an enum of the
 //! two concrete facades, and every exported function dispatches once with [`with_kfd!`] into
 //! code monomorphised for each. The real path pays one predictable branch per call and nothing
 //! inside it.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use hsakmt_core::device::Kfd;
+use hsakmt_core::driver::DriverKind;
+use hsakmt_core::driver::policy::DRIVER_ENV;
 use hsakmt_linux::{BoxedMemory, LinuxPlatform, boxed_tables};
 use hsakmt_sim::{Profile, SimPlatform};
 
@@ -96,6 +101,25 @@ pub(crate) fn choose_simulator(profile: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The driver a value of `HSAKMT_DRIVER` names, by the rule the `hsakmt` tool applies
+/// ([`DriverKind::parse`]: ASCII case-insensitive, surrounding blanks ignored): unset is `kfd`;
+/// a set value must name a driver — empty, unknown or non-UTF-8 values are errors, never taken
+/// for "unset".
+fn driver(value: Option<&OsStr>) -> Result<DriverKind, String> {
+    let Some(value) = value else { return Ok(DriverKind::Kfd) };
+    let bytes = value.as_encoded_bytes();
+    DriverKind::parse(bytes).map_err(|_| {
+        if bytes.is_empty() {
+            format!("{DRIVER_ENV} is set but empty: set it to `kfd` or `sim`, or unset it")
+        } else {
+            format!(
+                "{DRIVER_ENV}=\"{}\" names no driver: this library drives `kfd` or `sim`",
+                bytes.escape_ascii()
+            )
+        }
+    })
+}
+
 /// What the environment (or [`choose_simulator`]) asks for.
 enum Spec {
     Linux,
@@ -108,10 +132,9 @@ impl Spec {
         {
             return Ok(Self::Sim(Profile::embedded(&name).map_err(|e| e.to_string())?));
         }
-        let driver = std::env::var("HSAKMT_DRIVER").unwrap_or_default();
-        match driver.as_str() {
-            "" | "kfd" => Ok(Self::Linux),
-            "sim" => {
+        match driver(std::env::var_os(DRIVER_ENV).as_deref())? {
+            DriverKind::Kfd => Ok(Self::Linux),
+            DriverKind::Sim => {
                 let profile = if let Some(dir) = std::env::var_os("HSAKMT_SIM_SYSFS") {
                     Profile::from_dir(Path::new(&dir)).map_err(|e| {
                         format!("HSAKMT_SIM_SYSFS={}: {e}", Path::new(&dir).display())
@@ -123,7 +146,10 @@ impl Spec {
                 };
                 Ok(Self::Sim(profile))
             }
-            other => Err(format!("HSAKMT_DRIVER={other}: this library drives `kfd` or `sim`")),
+            DriverKind::Host => Err(format!(
+                "{DRIVER_ENV}=host: the host-CPU driver has no KFD interface; this library drives \
+                 `kfd` or `sim`"
+            )),
         }
     }
 
@@ -159,3 +185,25 @@ macro_rules! log_err {
     };
 }
 pub(crate) use log_err;
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    #[test]
+    fn a_set_driver_variable_must_name_a_driver_of_this_library() {
+        assert_eq!(driver(None), Ok(DriverKind::Kfd));
+        assert_eq!(driver(Some(OsStr::new("kfd"))), Ok(DriverKind::Kfd));
+        assert_eq!(driver(Some(OsStr::new(" Sim\n"))), Ok(DriverKind::Sim));
+        let empty = driver(Some(OsStr::new(""))).unwrap_err();
+        assert!(empty.contains("set but empty"), "{empty}");
+        let bytes = driver(Some(OsStr::from_bytes(b"s\xffm"))).unwrap_err();
+        assert!(bytes.contains("\"s\\xffm\" names no driver"), "{bytes}");
+        let escape = driver(Some(OsStr::from_bytes(b"\x1b[2J"))).unwrap_err();
+        assert!(!escape.contains('\u{1b}'), "{escape:?}");
+        // `host` is a driver, but not one with a KFD interface: refused when building the device.
+        assert_eq!(driver(Some(OsStr::new("host"))), Ok(DriverKind::Host));
+    }
+}

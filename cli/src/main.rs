@@ -2,7 +2,9 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod dispatch;
 mod doctor;
+mod embedded_kernels;
 mod env;
 mod histogram;
 mod info;
@@ -41,6 +43,9 @@ enum Command {
     /// The end-to-end job: a control loop (host → device copy, barrier, compute, copy back,
     /// verify) on the best usable driver, with latency and throughput.
     Run(run::RunArgs),
+    /// Run one kernel of a code object with arguments given on the command line and print
+    /// its buffers afterwards.
+    Dispatch(dispatch::DispatchArgs),
     /// Print the KFD topology (rocminfo-like report, JSON, or Graphviz).
     Info(info::InfoArgs),
     /// Run benchmarks; every figure is reported next to a reference measured in the same run.
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Dispatch(args) => dispatch::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Doctor(args) => match doctor::run(&args) {

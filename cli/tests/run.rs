@@ -22,12 +22,13 @@ fn json(args: &[&str]) -> Value {
 
 #[test]
 fn runs_and_verifies_on_every_profile_with_a_gpu() {
-    for profile in ["mi308x-8gpu-cpx", "mi25-vega10-rocm18"] {
+    for (profile, gfx) in [("mi308x-8gpu-cpx", "gfx942"), ("mi25-vega10-rocm18", "gfx900")] {
         let doc = json(&["run", "--sim", profile, "--iterations", "300", "--json"]);
         assert_eq!(doc["driver"], "sim");
         assert_eq!(doc["iterations"], 300);
         assert_eq!(doc["verified"], true, "{profile}: {doc}");
-        assert_eq!(doc["compute"], "registered kernel");
+        // The simulator interprets the control_step code object for the agent's processor.
+        assert_eq!(doc["compute"], format!("code object {gfx}"));
         let lat = &doc["latency_ns"];
         let (p50, p99, max) = (
             lat["p50"].as_f64().unwrap(),
@@ -48,14 +49,15 @@ fn runs_and_verifies_on_every_profile_with_a_gpu() {
 
 #[test]
 fn the_branch_real_hardware_takes_runs_over_the_simulator_as_a_plain_kfd() {
-    // No host kernels: the copies go through SDMA and the compute step is a barrier, as on a
-    // real GPU until code objects load; verified end to end.
+    // No host kernels: the copies go through SDMA and the compute step is the control_step
+    // code object loaded through the KFD driver, as on a real GPU (here interpreted); verified
+    // end to end.
     let doc =
         json(&["run", "--sim", "mi308x-8gpu-cpx", "--as-kfd", "--iterations", "300", "--json"]);
     assert_eq!(doc["driver"], "kfd", "{doc}");
     assert_eq!(doc["verified"], true, "{doc}");
     assert_eq!(doc["iterations"], 300);
-    assert_eq!(doc["compute"], "barrier (no code object loader)");
+    assert_eq!(doc["compute"], "code object gfx942");
     assert!(doc["platform"].as_str().unwrap().contains("as a plain KFD device"), "{doc}");
     assert_eq!(doc["heap_allocations_per_iteration"]["library_steady_state"], 0.0, "{doc}");
 }
@@ -141,4 +143,51 @@ fn the_host_driver_runs_the_same_loop() {
     assert_eq!(doc["platform"], "host CPU");
     assert_eq!(doc["compute"], "registered kernel");
     assert_eq!(doc["verified"], true);
+}
+
+#[test]
+fn an_overridden_gfx_version_runs_that_processors_object() {
+    // HSA_OVERRIDE_GFX_VERSION=9.0.0 makes the gfx942 agents gfx900 to the loader: the gfx900
+    // object is loaded, and the interpreter runs it on the (gfx9-family) simulated agent.
+    let out = Command::new(env!("CARGO_BIN_EXE_hsakmt"))
+        .args(["run", "--sim", "mi308x-8gpu-cpx", "--iterations", "50", "--json"])
+        .env_remove("HSAKMT_DRIVER")
+        .env("HSA_OVERRIDE_GFX_VERSION", "9.0.0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["compute"], "code object gfx900");
+    assert_eq!(doc["verified"], true);
+}
+
+#[test]
+fn a_processor_without_a_code_object_falls_back_to_the_barrier() {
+    // gfx1010: hsakmt carries no object for it, so the step is a barrier and blocks come back
+    // unchanged (verified as such).
+    let out = Command::new(env!("CARGO_BIN_EXE_hsakmt"))
+        .args(["run", "--sim", "mi308x-8gpu-cpx", "--iterations", "20", "--json"])
+        .env_remove("HSAKMT_DRIVER")
+        .env("HSA_OVERRIDE_GFX_VERSION", "10.1.0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["compute"], "barrier (no code object for gfx1010)");
+    assert_eq!(doc["verified"], true);
+}
+
+#[test]
+fn a_kernel_that_stops_its_queue_fails_the_run_with_the_reason() {
+    // gfx1100 makes the loader pick a wave32 object, which the gfx9 agent (the interpreter)
+    // refuses: the queue goes into error and the run says so at once, not after a timeout.
+    let out = Command::new(env!("CARGO_BIN_EXE_hsakmt"))
+        .args(["run", "--sim", "mi308x-8gpu-cpx", "--iterations", "5"])
+        .env_remove("HSAKMT_DRIVER")
+        .env("HSA_OVERRIDE_GFX_VERSION", "11.0.0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("went into error") && err.contains("the simulator: exception"), "{err}");
 }

@@ -21,19 +21,29 @@ pub const TARGETS: [(&str, &str); 3] = [
     ("mi308x-8gpu-cpx", "gfx942"),
 ];
 
+/// The embedded profile `name` (one of [`TARGETS`]) with every GPU node usable.
+///
+/// # Panics
+/// When the profile is unknown.
+#[must_use]
+pub fn profile(name: &str) -> Profile {
+    let mut p = Profile::embedded(name).expect("embedded profile");
+    if name == "mi210-8gpu-2hive" {
+        // The MI210 capture lacks the `gpu_id` files; give its GPU nodes 2..=9 ids.
+        for node in 2..=9u32 {
+            p.set_file(SysfsFile::GpuId(node), format!("{}\n", 40000 + node).as_bytes());
+        }
+    }
+    p
+}
+
 /// An open device over the simulator with `profile` (one of [`TARGETS`]).
 ///
 /// # Panics
 /// When the profile is unknown or the device does not open.
 #[must_use]
 pub fn open(profile: &str, mode: CpMode) -> Box<SimKfd> {
-    let mut p = Profile::embedded(profile).expect("embedded profile");
-    if profile == "mi210-8gpu-2hive" {
-        // The MI210 capture lacks the `gpu_id` files; give its GPU nodes 2..=9 ids.
-        for node in 2..=9u32 {
-            p.set_file(SysfsFile::GpuId(node), format!("{}\n", 40000 + node).as_bytes());
-        }
-    }
+    let p = self::profile(profile);
     let kfd = crate::device(SimPlatform::builder().profile(p).cp_mode(mode).build());
     kfd.open().expect("open");
     kfd

@@ -167,8 +167,7 @@ fn local_size_2d(g: &Gpu<'_>) {
     g.run(test::LOCAL_SIZE_2D, &args, &dispatch_2d([40, 30], [16, 8]));
     // What the compiled kernel computes: `__builtin_amdgcn_workgroup_size_*` reads the
     // enqueued work-group size (the hidden group-size arguments in v5, the packet in v4), so
-    // the partial last groups (40 = 16 + 16 + 8, 30 = 3 * 8 + 6) report 16 x 8 as well. (The
-    // kernel's comment and `kernels/README.md` say the remainder; the instructions do not.)
+    // the partial last groups (40 = 16 + 16 + 8, 30 = 3 * 8 + 6) report 16 x 8 as well.
     let out = read(&bo, w * h);
     for y in 0..h {
         for x in 0..w {

@@ -387,7 +387,7 @@ fn pm4_queue_disabled_by_update_resumes() {
         kfd.update_queue(info.handle, 100, QueuePriority::Normal, RingUpdate::Restore).unwrap();
         // The processor writes the data before it moves the read pointer past the packet:
         // wait for the packet to be consumed, not only for its write.
-        wait_until(sim, T, "the resumed packet consumed", || q.rptr() == q.wptr());
+        wait_until(sim, T, "the resumed packet consumed", || q.pending() == 0);
         assert_eq!(dst.u32s()[4].load(Ordering::Acquire), 3, "the resumed write");
     }
 }

@@ -47,9 +47,9 @@ static inline ulong global_id_y(void) {
 }
 
 /*
- * OpenCL's get_local_size: the size of this work-group, smaller for a partial last group.
- * With code object v5 clang reads it from the hidden kernel arguments (block count, group
- * size and remainder), with v4 from the dispatch packet.
+ * The enqueued work-group size (not OpenCL's get_local_size, which is smaller for a partial
+ * last group: the device libraries compute it from the hidden remainders). With code object
+ * v5 clang reads it from the hidden group-size arguments, with v4 from the dispatch packet.
  */
 static inline uint local_size_x(void) { return __builtin_amdgcn_workgroup_size_x(); }
 static inline uint local_size_y(void) { return __builtin_amdgcn_workgroup_size_y(); }

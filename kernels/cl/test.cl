@@ -94,10 +94,10 @@ kernel void transpose_2d(global const uint *in, global uint *out, uint width, ui
 }
 
 /*
- * OpenCL's get_local_size in 2-D, which reads the hidden kernel arguments (code object v5:
- * block counts, group sizes, remainders): out[y * width + x] = local size x | local size y
- * << 16 of the work-group holding (x, y), for x < width, y < height. In a partial last
- * work-group the local size is the remainder.
+ * The enqueued work-group size in 2-D: out[y * width + x] = work-group size x | size y << 16
+ * for x < width, y < height, read from the hidden group-size arguments (code object v5) or
+ * the dispatch packet (v4). A partial last work-group reports the full size too (OpenCL's
+ * get_local_size would give the remainder; see device.h).
  */
 kernel void local_size_2d(global uint *out, uint width, uint height) {
     ulong x = global_id_x();

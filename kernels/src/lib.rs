@@ -102,7 +102,8 @@ pub mod test {
     pub const ATOMICS: &str = "atomics";
     /// 2-D transpose.
     pub const TRANSPOSE_2D: &str = "transpose_2d";
-    /// OpenCL `get_local_size` in 2-D, read from the hidden arguments (v5).
+    /// The enqueued work-group size in 2-D (partial groups too), read from the hidden
+    /// arguments (v5) or the packet (v4).
     pub const LOCAL_SIZE_2D: &str = "local_size_2d";
     /// Float math: sqrt, fma, division, floor, min, max, conversions.
     pub const FLOAT_MATH: &str = "float_math";

@@ -5,12 +5,13 @@
 //! ([`Profile`]s embedded from `platform-sim/profiles/`, or any directory).
 //!
 //! User queues run on a simulated command processor: `CREATE_QUEUE` and the other queue ioctls
-//! are checked as amdkfd checks them, a doorbell write wakes the queue's processor, which
-//! executes AQL packets (kernel dispatches of host kernels registered with
-//! [`SimPlatform::register_kernel`] and of gfx9 machine code — a kernel object that is a kernel
-//! descriptor in GPU memory runs on the ISA interpreter, [`isa`] —, barrier-AND/OR, PM4
-//! indirect buffers), PM4 packets (including kfdtest's `SET_SH_REG` + `DISPATCH_DIRECT`
-//! shaders) and SDMA packets (copies, fills, fences, traps, memory polls) on the process's
+//! are checked as amdkfd checks them, a doorbell write wakes the queue's processor (a plain store
+//! to the doorbell page is found by polling), which executes AQL packets (kernel dispatches of
+//! host kernels registered with [`SimPlatform::register_kernel`] and of gfx9 machine code — a
+//! kernel object that is a kernel descriptor in GPU memory runs on the ISA interpreter, [`isa`]
+//! —, barrier-AND/OR, PM4 indirect buffers), PM4 packets (including kfdtest's `SET_SH_REG` +
+//! `DISPATCH_DIRECT` shaders) and SDMA packets (linear, broadcast and rectangular copies, fills,
+//! writes, fences, traps, memory polls, atomics, timestamps, cache controls) on the process's
 //! memory, completes signals and raises events; faults put the queue into error with the
 //! kernel's exception code ([`QueueFault`]). [`CpMode::Threaded`] gives each queue a thread;
 //! [`CpMode::Step`] runs queues only in [`SimPlatform::run_until_idle`], deterministically;
@@ -26,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod archive;
 mod fault;
 mod gpu;
 mod hooks;
@@ -52,7 +54,7 @@ pub use gpu::pm4::{
 };
 pub use gpu::vm::MemRange;
 pub use gpu::watch::WatchAccess;
-pub use gpu::{CpMode, IsaCount, QueueFault, QueueState};
+pub use gpu::{CpMode, DEFAULT_DOORBELL_POLL, IsaCount, QueueFault, QueueState};
 pub use hooks::{AddressWatch, DebugSnapshot};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
@@ -170,6 +172,16 @@ impl SimBuilder {
     #[must_use]
     pub fn cp_idle_spin(mut self, spin: Duration) -> Self {
         self.cp.idle_spin = spin;
+        self
+    }
+
+    /// The longest an idle queue processor sleeps before it looks at its doorbell again
+    /// (threaded mode; default [`DEFAULT_DOORBELL_POLL`]): how late a doorbell written with a
+    /// plain store — not through the mapping's doorbell call — is noticed when the queue was
+    /// idle for long. Shorter costs more wake-ups of idle processors.
+    #[must_use]
+    pub fn cp_doorbell_poll(mut self, longest: Duration) -> Self {
+        self.cp.doorbell_poll = longest;
         self
     }
 

@@ -8,53 +8,13 @@ use std::{fmt, fs, io};
 
 use hsakmt_core::platform::{EntryKind, SysfsDir, SysfsFile};
 
-/// A capture as embedded by `build.rs`: a DEFLATE-compressed archive of its tree.
+use crate::archive;
+
+/// A capture as embedded by `build.rs`: a packed [`archive`] of its tree.
 pub(crate) struct EmbeddedTree {
     pub(crate) name: &'static str,
     pub(crate) archive: &'static [u8],
     pub(crate) raw_len: usize,
-}
-
-/// One record of an embedded archive.
-enum Record<'a> {
-    Dir(&'a str),
-    File(&'a str, &'a [u8]),
-}
-
-/// Splits an archive (see `build.rs`) into records; `None` at the first malformed byte.
-fn records(mut bytes: &[u8]) -> impl Iterator<Item = Option<Record<'_>>> {
-    fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = (bytes.get(..n)?, bytes.get(n..)?);
-        *bytes = tail;
-        Some(head)
-    }
-    fn len(bytes: &mut &[u8]) -> Option<usize> {
-        let b: [u8; 4] = take(bytes, 4)?.try_into().ok()?;
-        usize::try_from(u32::from_le_bytes(b)).ok()
-    }
-    std::iter::from_fn(move || {
-        if bytes.is_empty() {
-            return None;
-        }
-        let mut parse = || {
-            let tag = *take(&mut bytes, 1)?.first()?;
-            let n = len(&mut bytes)?;
-            let path = std::str::from_utf8(take(&mut bytes, n)?).ok()?;
-            match tag {
-                b'd' => Some(Record::Dir(path)),
-                b'f' => {
-                    let n = len(&mut bytes)?;
-                    Some(Record::File(path, take(&mut bytes, n)?))
-                }
-                _ => None,
-            }
-        };
-        let r = parse();
-        if r.is_none() {
-            bytes = &[];
-        }
-        Some(r)
-    })
 }
 
 include!(concat!(env!("OUT_DIR"), "/profiles.rs"));
@@ -137,17 +97,15 @@ impl Profile {
     pub fn embedded(name: &str) -> Result<Self, UnknownProfile> {
         let tree =
             EMBEDDED.iter().find(|t| t.name == name).ok_or_else(|| UnknownProfile(name.into()))?;
-        let raw = miniz_oxide::inflate::decompress_to_vec_with_limit(tree.archive, tree.raw_len);
         // build.rs wrote the archive; a failure here is a build defect, not input.
-        let raw = match raw {
-            Ok(raw) => raw,
-            Err(e) => unreachable!("embedded profile {name} is corrupt: {e:?}"),
+        let Some(raw) = archive::unpack(tree.archive, tree.raw_len) else {
+            unreachable!("embedded profile {name} is corrupt")
         };
         let mut p = Self::empty(tree.name);
-        for record in records(&raw) {
+        for record in archive::records(&raw) {
             match record {
-                Some(Record::Dir(rel)) => p.add_dir(rel),
-                Some(Record::File(rel, bytes)) => p.add_file(rel, Arc::from(bytes)),
+                Some(archive::Record::Dir(rel)) => p.add_dir(rel),
+                Some(archive::Record::File(rel, bytes)) => p.add_file(rel, Arc::from(bytes)),
                 None => unreachable!("embedded profile {name} has a malformed record"),
             }
         }

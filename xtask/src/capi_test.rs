@@ -31,6 +31,7 @@ const SOURCES: [&str; 8] = [
     "bad_input.c",
     "misc.c",
     "debug.c",
+    "consumers.c",
 ];
 
 /// Runs the test.
@@ -71,6 +72,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     runs += 1;
 
     open_fails(&shared, &[("HSAKMT_DRIVER", "gpu")])?;
+    // Set means valid, as for the `hsakmt` tool: empty is not "unset"; `host` has no KFD.
+    open_fails(&shared, &[("HSAKMT_DRIVER", "")])?;
+    open_fails(&shared, &[("HSAKMT_DRIVER", "host")])?;
     open_fails(&shared, &[("HSAKMT_DRIVER", "sim"), ("HSAKMT_SIM_PROFILE", "no-such-profile")])?;
 
     consumers(&installed, &work)?;

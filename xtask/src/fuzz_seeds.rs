@@ -11,7 +11,9 @@ use hsakmt_core::queue::aql::{
     AgentDispatch, AqlPacket, Barrier, HeaderFlags, KernelDispatch, PACKET_SIZE, PacketWords,
     Pm4IndirectBuffer,
 };
-use hsakmt_core::queue::sdma::{PollFunc, SdmaLimits, SdmaPacket};
+use hsakmt_core::queue::sdma::{
+    GcrRequest, LinearRect, PollFunc, RectSurface, RegisterPoll, SdmaLimits, SdmaPacket,
+};
 use hsakmt_core::uapi::*;
 
 use crate::workspace_root;
@@ -459,16 +461,19 @@ fn aql() -> Result<Seeds, String> {
 
 /// The `sdma` target's input: control (30-bit counts bit 0, ring of `64 << ((c >> 1) & 7)`
 /// bytes, write-pointer mode in bits 4..6), a dword count and the dwords to decode, the ring's
-/// dwords, the read pointer and the write pointer's distance.
+/// dwords, the read pointer and the write pointer's distance. Three packet mixes: this crate's
+/// producers' packets, ROCr's blit packets (atomic decrement, HDP flush, timestamp, GCR) with a
+/// kfdtest `WRITE`, and the two larger copies (broadcast, rect).
 fn sdma() -> Result<Seeds, String> {
     let l = SdmaLimits::COUNT22;
-    let packets = [
+    let at = 0x7f00_0000_2000;
+    let producer = [
         SdmaPacket::CopyLinear { src: 0x7f00_0000_0000, dst: 0x7f00_0010_0000, bytes: 4096 },
         SdmaPacket::ConstantFill { dst: 0x7f00_0020_0000, data: 0xDEAD_BEEF, bytes: 256 },
-        SdmaPacket::Fence { addr: 0x7f00_0000_2000, data: 1, mtype: 3 },
+        SdmaPacket::Fence { addr: at, data: 1, mtype: 3 },
         SdmaPacket::Trap { int_ctx: 17 },
         SdmaPacket::PollRegMem {
-            addr: 0x7f00_0000_2000,
+            addr: at,
             reference: 0,
             mask: u32::MAX,
             func: PollFunc::Equal,
@@ -477,28 +482,71 @@ fn sdma() -> Result<Seeds, String> {
         },
         SdmaPacket::Nop { dwords: 3 },
     ];
-    let mut dwords = Vec::new();
-    for p in packets {
-        let mut out = [0u32; 8];
-        let n = p.encode(l, &mut out).map_err(|e| format!("seed packet {p:?}: {e}"))?;
-        dwords.extend_from_slice(&out[..n]);
-    }
-    let stream = |s: Seed| dwords.iter().fold(s.u8(dwords.len() as u8), |s, &d| s.u32(d));
-    // A 256-byte ring holding the packets from 0, write pointer just past them.
-    let ring = |s: Seed, rptr: u64| {
-        let mut ring = vec![0u32; 64];
-        for (i, d) in dwords.iter().enumerate() {
-            ring[(rptr as usize / 4 + i) % 64] = *d;
+    let blit = [
+        SdmaPacket::PollRegister(RegisterPoll {
+            hdp_flush: false,
+            func: PollFunc::Always,
+            registers: [0, 0x8000_0000],
+            reference: 0,
+            mask: 0,
+            interval: 0,
+            retry_count: 0,
+        }),
+        SdmaPacket::Timestamp { addr: at + 32 },
+        SdmaPacket::AtomicAdd64 { addr: at + 8, value: u64::MAX },
+        SdmaPacket::Write { dst: at + 64, dwords: 1 },
+        SdmaPacket::Gcr(GcrRequest {
+            base_va: 0,
+            limit_va: 0,
+            control: 0xC3C0,
+            range_is_pa: false,
+            seq: 0,
+            vmid: 0,
+        }),
+    ];
+    let surface = |addr| RectSurface { addr, offset: [1, 2, 0], pitch: 64, slice_pitch: 1024 };
+    let copies = [
+        SdmaPacket::CopyLinearBroadcast {
+            src: 0x7f00_0000_0000,
+            dst: [0x7f00_0010_0000, 0x7f00_0020_0000],
+            bytes: 4096,
+        },
+        SdmaPacket::CopyLinearRect(LinearRect {
+            element_log2: 2,
+            src: surface(0x7f00_0000_0000),
+            dst: surface(0x7f00_0010_0000),
+            extent: [8, 4, 1],
+        }),
+    ];
+    let encode = |packets: &[SdmaPacket]| -> Result<Vec<u32>, String> {
+        let mut dwords = Vec::new();
+        for p in packets {
+            let mut out = vec![0u32; p.dwords() as usize];
+            let n = p.encode(l, &mut out).map_err(|e| format!("seed packet {p:?}: {e}"))?;
+            dwords.extend_from_slice(&out[..n]);
         }
-        ring.iter().fold(s, |s, &d| s.u32(d)).u64(rptr).u8(dwords.len() as u8)
+        Ok(dwords)
     };
-    let plain = ring(stream(Seed::default().u8(2 << 1)), 0);
-    let wrapping = ring(stream(Seed::default().u8(2 << 1)), 200);
-    let count30 = ring(stream(Seed::default().u8(1 | 2 << 1)), 64);
-    Ok([("ring", plain), ("ring-wraps", wrapping), ("count30", count30)]
-        .into_iter()
-        .map(|(n, s)| (n.to_string(), s.0))
-        .collect())
+    let mut seeds = Seeds::new();
+    for (name, packets) in [("", &producer[..]), ("blit-", &blit[..]), ("copies-", &copies[..])] {
+        let dwords = encode(packets)?;
+        let stream = |s: Seed| dwords.iter().fold(s.u8(dwords.len() as u8), |s, &d| s.u32(d));
+        // A 256-byte ring holding the packets from `rptr`, write pointer just past them.
+        let ring = |s: Seed, rptr: u64| {
+            let mut ring = vec![0u32; 64];
+            for (i, d) in dwords.iter().enumerate() {
+                ring[(rptr as usize / 4 + i) % 64] = *d;
+            }
+            ring.iter().fold(s, |s, &d| s.u32(d)).u64(rptr).u8(dwords.len() as u8)
+        };
+        let plain = ring(stream(Seed::default().u8(2 << 1)), 0);
+        let wrapping = ring(stream(Seed::default().u8(2 << 1)), 200);
+        let count30 = ring(stream(Seed::default().u8(1 | 2 << 1)), 64);
+        for (n, s) in [("ring", plain), ("ring-wraps", wrapping), ("count30", count30)] {
+            seeds.push((format!("{name}{n}"), s.0));
+        }
+    }
+    Ok(seeds)
 }
 
 /// Where the `cp_pm4` target maps its host buffer.

@@ -10,7 +10,7 @@
 //!   goal;
 //! - the default topology snapshot (`size_of::<Topology>()`).
 //!
-//! Both binaries are built with the workspace's `min` profile (`opt-level = "s"`, fat LTO, one
+//! Both binaries are built with the workspace's `min` profile (`opt-level = "z"`, fat LTO, one
 //! codegen unit, `panic = "abort"`, stripped) for an explicitly named target, so the link
 //! flags (passed as `CARGO_ENCODED_RUSTFLAGS`) reach the binaries only and not build scripts.
 //! Each build has its own target directory under `$CARGO_TARGET_DIR/xtask-size/` because the

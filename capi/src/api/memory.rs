@@ -14,7 +14,7 @@ use hsakmt_core::memory::{CachePolicy, Error as MemError, MemFlags, NodeSet};
 use hsakmt_core::platform::Platform;
 
 use super::status::device_status;
-use super::{opened, require, tri};
+use super::{opened, require, serialized, tri};
 use crate::device::with_kfd;
 use crate::types::*;
 
@@ -181,7 +181,7 @@ pub unsafe extern "C" fn hsaKmtFreeMemory(
         if MemoryAddress.is_null() {
             return HSAKMT_STATUS_ERROR;
         }
-        match k.free_memory(MemoryAddress as u64) {
+        match serialized(|| k.free_memory(MemoryAddress as u64)) {
             Ok(()) => HSAKMT_STATUS_SUCCESS,
             Err(DeviceError::Memory(MemError::UnknownAddress { .. })) => {
                 if system_kind(k).1 {
@@ -240,7 +240,7 @@ pub unsafe extern "C" fn hsaKmtAvailableMemory(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
     MemoryAddress: *mut core::ffi::c_void,
-    _MemorySizeInBytes: HSAuint64,
+    MemorySizeInBytes: HSAuint64,
     AlternateVAGPU: *mut HSAuint64,
 ) -> HSAKMT_STATUS {
     let dev = tri!(opened());
@@ -254,15 +254,33 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
         // SAFETY: non-NULL and valid for writes, as the caller guarantees.
         unsafe { AlternateVAGPU.write(0) };
     }
-    let r = with_kfd!(dev, k => k.map_memory_to_gpu(MemoryAddress as u64, MapNodes::Default));
-    map_status("hsaKmtMapMemoryToGPU", r)
+    let r = with_kfd!(dev, k => serialized(|| k.map_memory_to_gpu_sized(MemoryAddress as u64, MemorySizeInBytes, MapNodes::Default)));
+    // SAFETY: as the caller guarantees.
+    unsafe { map_status("hsaKmtMapMemoryToGPU", MemoryAddress as u64, AlternateVAGPU, r) }
 }
 
 /// Map results as upstream reports them: an unknown or unmappable address is an invalid
-/// parameter, a refusal of the kernel an error.
-fn map_status(what: &str, r: Result<u64, DeviceError>) -> HSAKMT_STATUS {
+/// parameter, a refusal of the kernel an error. Registered user memory lives at a GPU address
+/// of its own: as upstream's `_fmm_map_to_gpu_userptr`, `*AlternateVAGPU` receives it (the
+/// start of its GPU pages plus the user pointer's offset in its page); for allocated memory,
+/// whose GPU address is its CPU address, it stays 0.
+///
+/// # Safety
+/// `alternate` is NULL or valid for writes.
+unsafe fn map_status(
+    what: &str,
+    addr: u64,
+    alternate: *mut HSAuint64,
+    r: Result<u64, DeviceError>,
+) -> HSAKMT_STATUS {
     match r {
-        Ok(_) => HSAKMT_STATUS_SUCCESS,
+        Ok(va) => {
+            if va != addr && !alternate.is_null() {
+                // SAFETY: non-NULL and valid for writes, as the caller guarantees.
+                unsafe { alternate.write(va) };
+            }
+            HSAKMT_STATUS_SUCCESS
+        }
         Err(DeviceError::Ioctl { .. } | DeviceError::Platform(_)) => {
             if let Err(e) = r {
                 device_status(what, &e);
@@ -281,7 +299,7 @@ fn map_status(what: &str, r: Result<u64, DeviceError>) -> HSAKMT_STATUS {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
     MemoryAddress: *mut core::ffi::c_void,
-    _MemorySizeInBytes: HSAuint64,
+    MemorySizeInBytes: HSAuint64,
     AlternateVAGPU: *mut HSAuint64,
     _MemMapFlags: HsaMemMapFlags,
     NumberOfNodes: HSAuint64,
@@ -301,8 +319,9 @@ pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
         // SAFETY: non-NULL and valid for writes, as the caller guarantees.
         unsafe { AlternateVAGPU.write(0) };
     }
-    let r = with_kfd!(dev, k => k.map_memory_to_gpu(MemoryAddress as u64, MapNodes::Only(nodes)));
-    map_status("hsaKmtMapMemoryToGPUNodes", r)
+    let r = with_kfd!(dev, k => serialized(|| k.map_memory_to_gpu_sized(MemoryAddress as u64, MemorySizeInBytes, MapNodes::Only(nodes))));
+    // SAFETY: as the caller guarantees.
+    unsafe { map_status("hsaKmtMapMemoryToGPUNodes", MemoryAddress as u64, AlternateVAGPU, r) }
 }
 
 /// A node array from C: upstream's `hsakmt_validate_nodeid_array` refuses an empty or NULL one.
@@ -354,7 +373,7 @@ pub unsafe extern "C" fn hsaKmtUnmapMemoryToGPU(
         if MemoryAddress.is_null() {
             return HSAKMT_STATUS_SUCCESS;
         }
-        match k.unmap_memory_from_gpu(MemoryAddress as u64) {
+        match serialized(|| k.unmap_memory_from_gpu(MemoryAddress as u64)) {
             Ok(()) => HSAKMT_STATUS_SUCCESS,
             Err(DeviceError::Memory(MemError::UnknownAddress { .. })) => {
                 let (dgpu, svm) = system_kind(k);
@@ -542,7 +561,7 @@ pub unsafe extern "C" fn hsaKmtExportDMABufHandle(
         if DMABufFd.is_null() || Offset.is_null() {
             return HSAKMT_STATUS_INVALID_PARAMETER;
         }
-        k.export_dmabuf(MemoryAddress as u64, MemorySizeInBytes)
+        serialized(|| k.export_dmabuf(MemoryAddress as u64, MemorySizeInBytes))
     });
     match r {
         Ok(x) => {

@@ -66,3 +66,22 @@ macro_rules! tri {
     };
 }
 use tri;
+
+/// Runs a memory operation the way upstream's libhsakmt runs it, under its aperture lock:
+/// while another thread's operation on the same memory is in flight — the facade answers
+/// `Busy` rather than wait, its locks being held for bookkeeping only — this one waits for that
+/// one to finish (yielding) and tries again. Two threads mapping or unmapping the same
+/// registered memory at once both succeed, as with upstream (kfdtest
+/// `KFDMemoryTest.MultiThreadRegisterUserptrTest`).
+fn serialized<T>(
+    mut op: impl FnMut() -> Result<T, hsakmt_core::device::Error>,
+) -> Result<T, hsakmt_core::device::Error> {
+    use hsakmt_core::device::Error as DeviceError;
+    use hsakmt_core::memory::Error as MemError;
+    loop {
+        match op() {
+            Err(DeviceError::Memory(MemError::Busy { .. })) => std::thread::yield_now(),
+            r => return r,
+        }
+    }
+}

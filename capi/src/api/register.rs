@@ -11,7 +11,7 @@ use hsakmt_core::platform::Platform;
 
 use super::memory::{node_array, system_kind, validate_nodes};
 use super::status::device_status;
-use super::{opened, require, tri};
+use super::{opened, require, serialized, tri};
 use crate::device::with_kfd;
 use crate::types::*;
 
@@ -148,7 +148,7 @@ fn deregister<P: Platform, S: MemoryStorage<P::Mapping>>(
     if let Err(e) = k.check_open() {
         return device_status("hsaKmtDeregisterMemory", &e);
     }
-    match k.deregister_memory(addr) {
+    match serialized(|| k.deregister_memory(addr)) {
         Ok(()) => HSAKMT_STATUS_SUCCESS,
         Err(DeviceError::Memory(MemError::UnknownAddress { .. })) => {
             let (dgpu, svm) = system_kind(k);

@@ -76,5 +76,6 @@ void test_counters(void);
 void test_smi(void);
 void test_bad_input(void);
 void test_threads(void);
+void test_consumers(void);
 
 #endif

@@ -223,6 +223,7 @@ int main(int argc, char **argv)
         test_memory();
         test_register();
         test_queues();
+        test_consumers();
     }
     if (!g_sys.topology_only) {
         test_events();

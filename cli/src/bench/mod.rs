@@ -7,6 +7,7 @@ mod capi;
 mod check;
 mod event;
 pub(crate) mod goal;
+mod kernels;
 mod memory;
 mod mixed;
 mod queue;
@@ -33,6 +34,8 @@ pub(crate) enum Group {
     /// AQL submission vs bare stores on plain memory, the driver layer's submit, dispatch
     /// latency and SDMA copies on the simulator.
     Queue,
+    /// Code-object load time for each object `hsakmt` carries.
+    Kernels,
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
@@ -187,6 +190,7 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
             Group::Topology => topology::run(scale)?,
             Group::Memory => memory::run(scale)?,
             Group::Queue => queue::run(scale)?,
+            Group::Kernels => kernels::run(scale)?,
             Group::Event => event::run(scale)?,
             #[cfg(feature = "capi-bench")]
             Group::Capi => capi::run(scale)?,
@@ -205,7 +209,8 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
     let groups = if args.groups.is_empty() {
-        let mut all = vec![Group::Topology, Group::Memory, Group::Event, Group::Queue];
+        let mut all =
+            vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Kernels];
         if cfg!(feature = "capi-bench") {
             all.push(Group::Capi);
         }

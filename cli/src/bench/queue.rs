@@ -42,7 +42,7 @@ pub(super) fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, 
 }
 
 /// Non-paged system memory on a CPU node, mapped on every GPU, with its CPU view.
-fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, String> {
+pub(super) fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, String> {
     let cpu = kfd
         .with_topology(|t| {
             t.nodes().find(|n| n.node().kind() == NodeKind::Cpu).and_then(|n| n.node().user_id())
@@ -71,6 +71,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     let mut rows = super::submit::rows(scale)?;
     rows.push(dispatch_complete(scale)?);
     rows.push(sdma_copy(scale)?);
+    rows.push(super::kernels::dispatch_isa(scale)?);
     Ok(rows)
 }
 

@@ -3,11 +3,15 @@
 //! Each iteration writes an input block into host memory, DMA-copies it to device memory,
 //! publishes a barrier (waiting for the copy) and a compute step on the agent's AQL queue,
 //! DMA-copies the result back once the step's completion signal is 0, waits for that copy's
-//! signal, and checks every word of the result. On the simulator (and the host driver) the
-//! compute step is a registered kernel (`out[i] = in[i] * 3 + seed`); on real hardware, which
-//! would need a code-object loader, the step is the barrier alone and the block must come back
-//! unchanged — the copy/barrier/signal path.
+//! signal, and checks every word of the result. The compute step (`out[i] = in[i] * 3 +
+//! seed`) is the `control_step` code object `hsakmt` carries for the agent's processor, loaded
+//! through the driver: on a GPU through `/dev/kfd` the GPU runs it, on the simulator its ISA
+//! interpreter does. On the host-CPU driver it is a registered kernel; on a processor `hsakmt`
+//! has no code object for, the step is the barrier alone and the block must come back
+//! unchanged — the copy/barrier/signal path. Agents without DMA engines copy with the blit
+//! kernel (`copy_bytes`) the same way.
 
+mod kernels;
 mod pipeline;
 mod plan;
 
@@ -20,7 +24,7 @@ use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device;
 use hsakmt_core::driver::policy::DRIVER_ENV;
 use hsakmt_core::driver::{
-    AgentId, AgentKind, Capabilities, Driver, DriverError, DriverId, DriverKind, Policy, Registry,
+    AgentId, AgentKind, Driver, DriverError, DriverId, DriverKind, Policy, Registry,
 };
 use hsakmt_core::topology;
 use hsakmt_linux::{LinuxPlatform, boxed_driver, latency};
@@ -30,7 +34,8 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 use crate::inject;
 use crate::output::Failure;
-use pipeline::{Kernels, Pipeline, control_kernel, copy_kernel};
+use kernels::{Compute, Registered};
+use pipeline::{Pipeline, control_kernel, copy_kernel};
 use plan::{Plan, agents_to_use};
 
 /// Arguments of `hsakmt run`.
@@ -60,7 +65,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "NAME=ERRNO@N")]
     inject: Vec<String>,
     /// With --sim: present the simulator as a plain KFD device (driver `kfd`, no host
-    /// kernels), so the loop takes the branch real hardware takes (copies and a barrier).
+    /// kernels), so the loop takes the branch real hardware takes (the code objects through
+    /// /dev/kfd's driver, interpreted).
     #[arg(long, requires = "sim")]
     as_kfd: bool,
 }
@@ -92,7 +98,7 @@ struct Report {
     verified: bool,
     gpus: usize,
     agents: Vec<String>,
-    compute: &'static str,
+    compute: String,
     latency_ns: LatencyNs,
     throughput_per_s: f64,
     heap_allocations_per_iteration: Allocations,
@@ -184,17 +190,13 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
     let profile = Profile::embedded(&profile_name)
         .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
-    // One kernel registry for the simulator and the host driver: the same kernel objects run
-    // on either.
+    // The host driver runs registered kernels; GPUs and the simulator run code objects.
     let registry_of_kernels = KernelRegistry::new();
-    let sim_kernels = Kernels {
+    let registered = Registered {
         step: registry_of_kernels.register("control_step", control_kernel),
         copy: registry_of_kernels.register("blit_copy", copy_kernel),
     };
-    let mut builder = SimPlatform::builder()
-        .profile(profile)
-        .inherit_env(true)
-        .kernels(registry_of_kernels.clone());
+    let mut builder = SimPlatform::builder().profile(profile).inherit_env(true);
     if !plan.faults.is_empty() {
         // Deterministic ioctl sequences: see `crate::inject`.
         builder = builder.cp_mode(CpMode::OnWait);
@@ -283,8 +285,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         }
         crate::note!("hsakmt: using {choice}");
     }
-    // Registered kernels run where the driver executes host kernels (simulator, host CPU).
-    let kernels = driver.capabilities().contains(Capabilities::HOST_KERNELS).then_some(sim_kernels);
+    let compute = Compute::of(driver, registered);
     let used = match agents_to_use(driver, choice.kind, plan, args.iterations) {
         Ok(used) => used,
         Err(e) => {
@@ -321,14 +322,16 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let mut controls = latency_controls(used.len(), tune);
     let device_calls = probe.device_calls();
     let (result, mut problems) =
-        run_loop(driver, used.iter().map(|a| a.id).collect(), args, kernels, tune);
+        run_loop(driver, used.iter().map(|a| a.id).collect(), args, compute, tune, &|| {
+            (choice.kind == DriverKind::Sim).then(|| sim_queue_fault(&probe)).flatten()
+        });
     let device_calls = probe.device_calls().wrapping_sub(device_calls);
     if let Err(e) = driver.shutdown() {
         problems.push(format!("shutting the `{}` driver down: {e}", choice.kind));
     }
     problems.extend(shutdown_all(&registry));
     let never = armed.never_fired(&probe);
-    let (latencies, verified, elapsed, rt, allocations) = match result {
+    let (latencies, verified, elapsed, rt, allocations, computed_by) = match result {
         Ok(r) => r,
         Err(e) => {
             let mut msg = e;
@@ -349,11 +352,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         verified,
         gpus: used.len(),
         agents: used.iter().map(|a| format!("node {} {}", a.id.node, a.name)).collect(),
-        compute: if kernels.is_some() {
-            "registered kernel"
-        } else {
-            "barrier (no code object loader)"
-        },
+        compute: computed_by,
         latency_ns: LatencyNs {
             p50: latencies.percentile(50.0),
             p99: latencies.percentile(99.0),
@@ -388,23 +387,35 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
 }
 
-type LoopResult = (Histogram, bool, Duration, Vec<String>, Allocations);
+/// Why a simulated queue stopped, when one did: the exception and the wave's fault.
+fn sim_queue_fault(sim: &SimPlatform) -> Option<String> {
+    sim.queue_ids().into_iter().find_map(|q| sim.queue_fault(q)).map(|f| {
+        let wave = f.wave.map(|w| format!(": {w}")).unwrap_or_default();
+        format!("exception {} at packet {}{wave}", f.exception, f.packet)
+    })
+}
+
+/// Latencies, whether every result checked out, the elapsed time, latency-control notes, the
+/// steady state's allocations, and what computed (each agent's, distinct ones joined).
+type LoopResult = (Histogram, bool, Duration, Vec<String>, Allocations, String);
 /// One agent's latencies, whether its results checked out, a latency-control note, and its
 /// steady state's allocations (the thread's, those inside ioctls) and iterations.
 type AgentOutcome = (Histogram, bool, Option<String>, (u64, u64, u64));
 
 /// Runs the loop on `agents`; returns its outcome and, apart, what failed while the pipelines
-/// were released (reported whether the loop succeeded or not).
+/// were released (reported whether the loop succeeded or not). `fault` says why a queue
+/// stopped, when the platform knows (asked before the queues are destroyed).
 fn run_loop(
     driver: &dyn Driver,
     agents: Vec<AgentId>,
     args: &RunArgs,
-    kernels: Option<Kernels>,
+    compute: Compute,
     tune: bool,
+    fault: &dyn Fn() -> Option<String>,
 ) -> (Result<LoopResult, String>, Vec<String>) {
     let mut pipelines = Vec::with_capacity(agents.len());
     for a in &agents {
-        match Pipeline::new(driver, *a, args.block, kernels) {
+        match Pipeline::new(driver, *a, args.block, compute) {
             Ok(p) => pipelines.push(p),
             Err(e) => {
                 let released = pipelines.into_iter().flat_map(Pipeline::release).collect();
@@ -486,6 +497,10 @@ fn run_loop(
             .collect()
     });
     let elapsed = start.elapsed();
+    let why = outcomes.iter().any(Result::is_err).then(fault).flatten();
+    let mut computed_by: Vec<&str> = pipelines.iter().map(Pipeline::compute).collect();
+    computed_by.dedup();
+    let computed_by = computed_by.join("; ");
     let process_allocations = crate::allocations().wrapping_sub(process_allocations);
     let released: Vec<String> = pipelines.into_iter().flat_map(Pipeline::release).collect();
     let mut all = Histogram::new();
@@ -495,7 +510,12 @@ fn run_loop(
     for o in outcomes {
         let (lat, ok, note, (thread, in_ioctls, iterations)) = match o {
             Ok(o) => o,
-            Err(e) => return (Err(e), released),
+            Err(mut e) => {
+                if let Some(why) = &why {
+                    e.push_str(&format!(" (the simulator: {why})"));
+                }
+                return (Err(e), released);
+            }
         };
         all.merge(&lat);
         verified &= ok;
@@ -510,7 +530,7 @@ fn run_loop(
         simulated_kernel_steady_state: kernel as f64 / steady_iterations.max(1) as f64,
         process: process_allocations as f64 / args.iterations.max(1) as f64,
     };
-    (Ok((all, verified, elapsed, rt, allocations)), released)
+    (Ok((all, verified, elapsed, rt, allocations, computed_by)), released)
 }
 
 fn print_report(r: &Report) -> Result<(), Failure> {

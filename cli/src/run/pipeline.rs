@@ -1,8 +1,10 @@
 //! One agent's pipeline of `hsakmt run`: the registered kernels (the compute step and the blit
-//! copy), the buffers, queue and signals an agent needs, and one iteration — input written,
-//! copied to the device, computed, copied back, waited for and checked — without allocating.
+//! copy, for the host-CPU driver), the buffers, kernels ([`super::kernels`]), queue and
+//! signals an agent needs, and one iteration — input written, copied to the device, computed,
+//! copied back, waited for and checked — without allocating.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use hsakmt_core::device::SignalCondition;
@@ -10,12 +12,31 @@ use hsakmt_core::driver::{
     AgentFeatures, AgentId, Buffer, Driver, DriverError, QueueId, QueueParams, RegionId,
     RegionKind, SignalId, Waited,
 };
+use hsakmt_core::error::ErrorKind;
 use hsakmt_core::platform::SharedMemory as _;
 use hsakmt_core::queue::aql::{AqlPacket, Barrier, KernelDispatch, PacketWords};
 use hsakmt_sim::{KernelCtx, KernelFault};
 
+use super::kernels::{AgentKernels, Compute};
+
 /// How long one iteration may take before the run fails.
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one wait for an iteration sleeps before the queues are checked for an error.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// The first queue error the driver reported (a faulting kernel, a bad packet).
+static QUEUE_ERROR: Mutex<Option<(QueueId, ErrorKind)>> = Mutex::new(None);
+
+/// The queues' error callback: keeps the first error for the waiting loop.
+fn on_queue_error(queue: QueueId, kind: ErrorKind) {
+    let mut first = QUEUE_ERROR.lock().unwrap_or_else(PoisonError::into_inner);
+    first.get_or_insert((queue, kind));
+}
+
+/// The first queue error of the run, if there was one.
+fn queue_error() -> Option<(QueueId, ErrorKind)> {
+    *QUEUE_ERROR.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The step the compute kernel performs on every word.
 pub(super) fn step(input: u32, seed: u32) -> u32 {
@@ -44,15 +65,6 @@ pub(super) fn copy_kernel(ctx: &KernelCtx<'_>) -> Result<(), KernelFault> {
         t.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
     }
     Ok(())
-}
-
-/// Kernel objects registered with the chosen driver.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Kernels {
-    /// The compute step.
-    pub(super) step: u64,
-    /// The blit copy.
-    pub(super) copy: u64,
 }
 
 /// The registered control-step kernel: kernargs `[in, out, words, seed]`. Each work-group
@@ -88,16 +100,20 @@ pub(super) struct Pipeline<'d> {
     copied_in: SignalId,
     computed: SignalId,
     copied_out: SignalId,
-    kernels: Option<Kernels>,
-    /// Whether the agent has DMA engines; without them copies are blit kernels.
-    dma: bool,
+    kernels: AgentKernels,
+    /// The compute step's packet, when a kernel computes.
+    step: Option<KernelDispatch>,
+    /// The blit copies' packets (in, out), on an agent without DMA engines.
+    blits: Option<(KernelDispatch, KernelDispatch)>,
+    /// Where the step's seed argument lives.
+    seed_at: u64,
     words: u32,
 }
 
-/// Kernarg block offsets: compute step, copy in, copy out (32 bytes each).
-const ARGS_STEP: u64 = 0;
-const ARGS_IN: u64 = 32;
-const ARGS_OUT: u64 = 64;
+/// Kernel-argument blocks of a pipeline: compute step, copy in, copy out.
+const ARG_BLOCKS: u64 = 3;
+/// Each block's alignment (beyond what any kernel asks for).
+const ARG_BLOCK_ALIGN: u64 = 64;
 
 fn region_of(d: &dyn Driver, agent: AgentId, kinds: &[RegionKind]) -> Result<RegionId, String> {
     let regions = d.regions(agent).map_err(|e| e.to_string())?;
@@ -108,72 +124,150 @@ fn region_of(d: &dyn Driver, agent: AgentId, kinds: &[RegionKind]) -> Result<Reg
 }
 
 impl<'d> Pipeline<'d> {
+    /// Sets up `agent`'s pipeline for blocks of `block` bytes; a failed step releases what
+    /// the earlier ones made.
     pub(super) fn new(
         d: &'d dyn Driver,
         agent: AgentId,
         block: u32,
-        kernels: Option<Kernels>,
+        compute: Compute,
     ) -> Result<Self, String> {
-        let e = |what: &'static str| move |err: DriverError| format!("{what}: {err}");
-        let cpu = d.nearest_cpu(agent).ok_or("no CPU agent near the device")?;
-        let host = region_of(d, cpu, &[RegionKind::GlobalFineGrained])?;
-        let args = region_of(d, cpu, &[RegionKind::Kernarg, RegionKind::GlobalFineGrained])?;
-        let dev =
-            region_of(d, agent, &[RegionKind::GlobalCoarseGrained, RegionKind::GlobalFineGrained])?;
-        let bytes = u64::from(block);
-        let p = Self {
-            driver: d,
-            agent,
-            host_in: d.allocate(host, bytes).map_err(e("host input block"))?,
-            host_out: d.allocate(host, bytes).map_err(e("host output block"))?,
-            dev_in: d.allocate(dev, bytes).map_err(e("device input block"))?,
-            dev_out: d.allocate(dev, bytes).map_err(e("device output block"))?,
-            kernarg: d.allocate(args, 128).map_err(e("kernel arguments"))?,
-            queue: d
-                .create_queue(agent, &QueueParams { packets: 256, ..QueueParams::default() })
-                .map_err(e("queue"))?,
-            copied_in: d.create_signal(0).map_err(e("signal"))?,
-            computed: d.create_signal(0).map_err(e("signal"))?,
-            copied_out: d.create_signal(0).map_err(e("signal"))?,
-            kernels,
-            dma: (0..d.agent_count())
-                .filter_map(|i| d.agent(i))
-                .find(|a| a.id == agent)
-                .is_some_and(|a| a.features.contains(AgentFeatures::DMA_COPY)),
-            words: block / 4,
-        };
-        if !p.dma && p.kernels.is_none() {
+        let dma = (0..d.agent_count())
+            .filter_map(|i| d.agent(i))
+            .find(|a| a.id == agent)
+            .is_some_and(|a| a.features.contains(AgentFeatures::DMA_COPY));
+        let kernels = AgentKernels::new(d, agent, compute, dma)?;
+        if !dma && kernels.copy.is_none() {
+            let failed = kernels.unload(d);
             return Err(format!(
-                "agent node {} has no DMA engine and the driver runs no registered kernels, \
-                 so blocks cannot be moved to the device",
-                agent.node
+                "agent node {} has no DMA engine and no kernel to copy with, so blocks cannot \
+                 be moved to the device{}",
+                agent.node,
+                failed.iter().map(|f| format!("; {f}")).collect::<String>()
             ));
         }
-        let words = u64::from(p.words);
-        let blocks = [
-            (ARGS_STEP, p.dev_in.addr, p.dev_out.addr),
-            (ARGS_IN, p.host_in.addr, p.dev_in.addr),
-            (ARGS_OUT, p.dev_out.addr, p.host_out.addr),
-        ];
-        for (at, src, dst) in blocks {
-            let mut args = Vec::with_capacity(24);
-            args.extend(src.to_le_bytes());
-            args.extend(dst.to_le_bytes());
-            args.extend(words.to_le_bytes());
-            d.write(p.kernarg.addr + at, &args).map_err(e("kernel arguments"))?;
+        let mut held = Held::new(d);
+        match Self::build(d, agent, block, kernels, &mut held) {
+            Ok(p) => Ok(p),
+            Err(failed) => {
+                let (e, kernels) = *failed;
+                held.release();
+                let _ = kernels.unload(d);
+                Err(e)
+            }
         }
-        // Prefault the host blocks before the loop.
-        d.write(p.host_in.addr, &vec![0; block as usize]).map_err(e("prefault"))?;
-        d.write(p.host_out.addr, &vec![0; block as usize]).map_err(e("prefault"))?;
-        Ok(p)
     }
 
-    /// A dispatch of `kernel` over the block with the kernargs at `args`.
-    fn dispatch(&self, kernel: u64, args: u64, completion: SignalId) -> KernelDispatch {
-        let mut k = KernelDispatch::linear(kernel, self.words, 64);
-        k.kernarg_address = self.kernarg.addr + args;
-        k.completion_signal = completion.0;
-        k
+    fn build(
+        d: &'d dyn Driver,
+        agent: AgentId,
+        block: u32,
+        kernels: AgentKernels,
+        held: &mut Held<'d>,
+    ) -> Result<Self, Box<(String, AgentKernels)>> {
+        macro_rules! attempt {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(e) => return Err(Box::new((e, kernels))),
+                }
+            };
+        }
+        let e = |what: &'static str| move |err: DriverError| format!("{what}: {err}");
+        let cpu = attempt!(d.nearest_cpu(agent).ok_or("no CPU agent near the device".to_string()));
+        let host = attempt!(region_of(d, cpu, &[RegionKind::GlobalFineGrained]));
+        let args =
+            attempt!(region_of(d, cpu, &[RegionKind::Kernarg, RegionKind::GlobalFineGrained]));
+        let dev = attempt!(region_of(
+            d,
+            agent,
+            &[RegionKind::GlobalCoarseGrained, RegionKind::GlobalFineGrained]
+        ));
+        let bytes = u64::from(block);
+        let launches = [kernels.step.as_ref(), kernels.copy.as_ref()];
+        let slot = launches
+            .iter()
+            .flatten()
+            .map(|k| u64::from(k.kernarg_size()))
+            .max()
+            .unwrap_or(0)
+            .next_multiple_of(ARG_BLOCK_ALIGN)
+            .max(ARG_BLOCK_ALIGN);
+        let private = launches.iter().flatten().map(|k| k.private_segment_size()).max();
+        let host_in = attempt!(held.allocate(host, bytes, "host input block"));
+        let host_out = attempt!(held.allocate(host, bytes, "host output block"));
+        let dev_in = attempt!(held.allocate(dev, bytes, "device input block"));
+        let dev_out = attempt!(held.allocate(dev, bytes, "device output block"));
+        let kernarg = attempt!(held.allocate(args, slot * ARG_BLOCKS, "kernel arguments"));
+        let params = QueueParams {
+            packets: 256,
+            private_segment_size: private.unwrap_or(0),
+            error_callback: Some(on_queue_error),
+            ..QueueParams::default()
+        };
+        let queue = attempt!(d.create_queue(agent, &params).map_err(e("queue")));
+        held.queue = Some(queue);
+        let copied_in = attempt!(held.signal());
+        let computed = attempt!(held.signal());
+        let copied_out = attempt!(held.signal());
+        let mut buf = vec![0u8; usize::try_from(slot).unwrap_or(usize::MAX)];
+        let write =
+            |at: u64, buf: &[u8]| d.write(kernarg.addr + at, buf).map_err(e("kernel arguments"));
+        let mut step = None;
+        let mut seed_at = 0;
+        if let Some(k) = &kernels.step {
+            buf.fill(0);
+            let where_ = (dev_in.addr, dev_out.addr, block);
+            step = Some(attempt!(k.prepare(&mut buf, where_, Some(0), kernarg.addr, computed.0)));
+            attempt!(write(0, &buf));
+            seed_at = kernarg.addr + attempt!(k.seed_offset());
+        }
+        let mut blits = None;
+        if let Some(k) = &kernels.copy {
+            let mut packet = |n: u64, from: u64, to: u64, signal: SignalId| {
+                buf.fill(0);
+                let p = k.prepare(
+                    &mut buf,
+                    (from, to, block),
+                    None,
+                    kernarg.addr + n * slot,
+                    signal.0,
+                )?;
+                write(n * slot, &buf)?;
+                Ok::<_, String>(p)
+            };
+            let copy_in = attempt!(packet(1, host_in.addr, dev_in.addr, copied_in));
+            let out_from = if kernels.step.is_some() { dev_out.addr } else { dev_in.addr };
+            let copy_out = attempt!(packet(2, out_from, host_out.addr, copied_out));
+            blits = Some((copy_in, copy_out));
+        }
+        // Prefault the host blocks before the loop.
+        attempt!(d.write(host_in.addr, &vec![0; block as usize]).map_err(e("prefault")));
+        attempt!(d.write(host_out.addr, &vec![0; block as usize]).map_err(e("prefault")));
+        *held = Held::new(d);
+        Ok(Self {
+            driver: d,
+            agent,
+            host_in,
+            host_out,
+            dev_in,
+            dev_out,
+            kernarg,
+            queue,
+            copied_in,
+            computed,
+            copied_out,
+            kernels,
+            step,
+            blits,
+            seed_at,
+            words: block / 4,
+        })
+    }
+
+    /// What computes on this agent, for the report.
+    pub(super) fn compute(&self) -> &str {
+        &self.kernels.describe
     }
 
     /// One iteration; returns whether the result checked out.
@@ -197,51 +291,36 @@ impl<'d> Pipeline<'d> {
         }
         let bytes = u64::from(self.words) * 4;
         let mut packets = Packets::default();
-        match self.kernels {
-            Some(k) if !self.dma => {
-                packets.push(words(AqlPacket::KernelDispatch(self.dispatch(
-                    k.copy,
-                    ARGS_IN,
-                    self.copied_in,
-                )))?);
-            }
-            _ => d
+        match self.blits {
+            Some((copy_in, _)) => packets.push(words(AqlPacket::KernelDispatch(copy_in))?),
+            None => d
                 .copy(self.agent, self.dev_in.addr, self.host_in.addr, bytes, &[], self.copied_in)
                 .map_err(e("copy to device"))?,
         }
         let mut wait = Barrier::NOP;
         wait.dep_signals[0] = self.copied_in.0;
-        match self.kernels {
-            Some(k) => {
-                d.write(self.kernarg.addr + ARGS_STEP + 24, &u64::from(seed).to_le_bytes())
-                    .map_err(e("seed"))?;
+        match self.step {
+            Some(step) => {
+                d.write(self.seed_at, &u64::from(seed).to_le_bytes()).map_err(e("seed"))?;
                 packets.push(words(AqlPacket::BarrierAnd(wait))?);
-                packets.push(words(AqlPacket::KernelDispatch(self.dispatch(
-                    k.step,
-                    ARGS_STEP,
-                    self.computed,
-                )))?);
+                packets.push(words(AqlPacket::KernelDispatch(step))?);
             }
             None => {
                 wait.completion_signal = self.computed.0;
                 packets.push(words(AqlPacket::BarrierAnd(wait))?);
             }
         }
-        match self.kernels {
-            Some(k) if !self.dma => {
+        match self.blits {
+            Some((_, copy_out)) => {
                 let mut after = Barrier::NOP;
                 after.dep_signals[0] = self.computed.0;
                 packets.push(words(AqlPacket::BarrierAnd(after))?);
-                packets.push(words(AqlPacket::KernelDispatch(self.dispatch(
-                    k.copy,
-                    ARGS_OUT,
-                    self.copied_out,
-                )))?);
+                packets.push(words(AqlPacket::KernelDispatch(copy_out))?);
                 d.submit(self.queue, packets.as_slice()).map_err(e("submit"))?;
             }
-            _ => {
+            None => {
                 d.submit(self.queue, packets.as_slice()).map_err(e("submit"))?;
-                let src = if self.kernels.is_some() { self.dev_out.addr } else { self.dev_in.addr };
+                let src = if self.step.is_some() { self.dev_out.addr } else { self.dev_in.addr };
                 d.copy(
                     self.agent,
                     self.host_out.addr,
@@ -253,13 +332,25 @@ impl<'d> Pipeline<'d> {
                 .map_err(e("copy back"))?;
             }
         }
-        let timeout = u64::try_from(ITERATION_TIMEOUT.as_nanos()).unwrap_or(u64::MAX);
-        match d.signal_wait(self.copied_out, SignalCondition::Eq(0), timeout).map_err(e("wait"))? {
-            Waited::Done(_) => {}
-            Waited::TimedOut => {
+        let slice = u64::try_from(WAIT_SLICE.as_nanos()).unwrap_or(u64::MAX);
+        let start = std::time::Instant::now();
+        loop {
+            let waited = d.signal_wait(self.copied_out, SignalCondition::Eq(0), slice);
+            match waited.map_err(e("wait"))? {
+                Waited::Done(_) => break,
+                Waited::TimedOut => {}
+            }
+            if let Some((q, kind)) = queue_error() {
+                return Err(format!(
+                    "iteration {n}: queue {} went into error ({kind:?}): the kernel faulted or a \
+                     packet was refused",
+                    q.index
+                ));
+            }
+            if start.elapsed() >= ITERATION_TIMEOUT {
                 return Err(format!(
                     "iteration {n}: the result did not arrive within {ITERATION_TIMEOUT:?} \
-                     (queue error or hung device)"
+                     (hung device)"
                 ));
             }
         }
@@ -267,7 +358,7 @@ impl<'d> Pipeline<'d> {
         let ok = input.chunks_exact(4).zip(output.chunks_exact(4)).all(|(i, o)| {
             let i = u32::from_le_bytes([i[0], i[1], i[2], i[3]]);
             let o = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
-            o == if self.kernels.is_some() { step(i, seed) } else { i }
+            o == if self.step.is_some() { step(i, seed) } else { i }
         });
         Ok(ok)
     }
@@ -299,6 +390,8 @@ impl<'d> Pipeline<'d> {
             }
         }
         failed
+            .extend(self.kernels.unload(d).into_iter().map(|f| format!("agent node {node}: {f}")));
+        failed
     }
 }
 
@@ -320,5 +413,105 @@ impl Packets {
 
     fn as_slice(&self) -> &[PacketWords] {
         self.words.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// What a pipeline under construction holds, released when a later step fails.
+struct Held<'d> {
+    driver: &'d dyn Driver,
+    memory: Vec<u64>,
+    queue: Option<QueueId>,
+    signals: Vec<SignalId>,
+}
+
+impl<'d> Held<'d> {
+    fn new(driver: &'d dyn Driver) -> Self {
+        Self { driver, memory: Vec::new(), queue: None, signals: Vec::new() }
+    }
+
+    fn allocate(&mut self, region: RegionId, bytes: u64, what: &str) -> Result<Buffer, String> {
+        let b = self.driver.allocate(region, bytes).map_err(|e| format!("{what}: {e}"))?;
+        self.memory.push(b.addr);
+        Ok(b)
+    }
+
+    fn signal(&mut self) -> Result<SignalId, String> {
+        let s = self.driver.create_signal(0).map_err(|e| format!("signal: {e}"))?;
+        self.signals.push(s);
+        Ok(s)
+    }
+
+    /// Releases everything, newest first (failures are moot: the setup already failed).
+    fn release(&mut self) {
+        let d = self.driver;
+        if let Some(q) = self.queue.take() {
+            let _ = d.destroy_queue(q);
+        }
+        for s in self.signals.drain(..) {
+            let _ = d.destroy_signal(s);
+        }
+        for m in self.memory.drain(..).rev() {
+            let _ = d.free(m);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
+    use hsakmt_core::driver::{AgentKind, DriverId, DriverKind};
+    use hsakmt_linux::boxed_driver;
+    use hsakmt_sim::{Profile, SimPlatform, parse_file_path};
+
+    use crate::run::kernels::Registered;
+
+    /// A driver over `profile`, with node `no_sdma`'s DMA engines removed.
+    fn driver(profile: &str, no_sdma: Option<u32>) -> Box<dyn Driver> {
+        let mut p = Profile::embedded(profile).unwrap();
+        if let Some(node) = no_sdma {
+            let file = parse_file_path(&format!("nodes/{node}/properties")).unwrap();
+            let text = String::from_utf8(p.file(file).unwrap().to_vec()).unwrap();
+            let text: String = text
+                .lines()
+                .filter(|l| !l.starts_with("num_sdma"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            p.set_file(file, text.as_bytes());
+        }
+        let sim = SimPlatform::builder().profile(p).build();
+        let d = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+        d.init().unwrap();
+        d
+    }
+
+    fn gpu(d: &dyn Driver) -> AgentId {
+        let mut agents = (0..d.agent_count()).filter_map(|i| d.agent(i));
+        agents.find(|a| a.kind == AgentKind::Gpu).unwrap().id
+    }
+
+    #[test]
+    fn the_code_objects_compute_and_copy_with_or_without_dma_engines() {
+        // The Vega 10 capture predates num_sdma_engines: its GPU copies with the blit kernel.
+        for (profile, no_sdma, gfx, blits) in [
+            ("mi308x-8gpu-cpx", None, "gfx942", false),
+            ("mi308x-8gpu-cpx", Some(2), "gfx942", true),
+            ("mi25-vega10-rocm18", None, "gfx900", true),
+        ] {
+            let d = driver(profile, no_sdma);
+            let agent = gpu(&*d);
+            let unused = Registered { step: 0, copy: 0 };
+            // A block that is not a multiple of 16 bytes: the blit kernel's byte tail.
+            let block = 4096 + 12;
+            let p = Pipeline::new(&*d, agent, block, Compute::of(&*d, unused)).unwrap();
+            assert_eq!(p.compute(), format!("code object {gfx}"));
+            assert_eq!(p.blits.is_some(), blits, "{profile}");
+            let (mut input, mut output) = (vec![0u8; block as usize], vec![0u8; block as usize]);
+            for n in 0..3 {
+                assert_eq!(p.iterate(n, &mut input, &mut output), Ok(true), "{profile}");
+            }
+            assert!(p.release().is_empty());
+            d.shutdown().unwrap();
+        }
     }
 }

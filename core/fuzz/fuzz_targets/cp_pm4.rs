@@ -81,7 +81,7 @@ fuzz_target!(|data: &[u8]| {
     let mut q = w.kfd.pm4_queue(info.handle).expect("PM4 producer");
     q.submit(&dwords, || {}).expect("room for half a ring");
     sim.run_until_idle();
-    let done = q.rptr() == q.wptr();
+    let done = q.pending() == 0;
     let fault = sim.queue_fault(info.queue_id);
     if !done && fault.is_none() {
         // Only a poll that is not met may hold the queue.

@@ -2,7 +2,7 @@
 //! engine side of the ring ([`SdmaConsumer`]). The input is a stream of dwords decoded at every
 //! offset, then the contents of a ring with arbitrary read and write pointers. The decoder
 //! must be total; a decoded packet is valid and re-encodes to the dwords it came from (a NOP:
-//! its header; its payload is not inspected); the consumer never panics, advances the read
+//! its header, a WRITE: its four header dwords; payload and data are not inspected); the consumer never panics, advances the read
 //! pointer by exactly the packets it returns, and leaves it alone on an error.
 #![no_main]
 
@@ -29,6 +29,7 @@ fn check_decode(limits: SdmaLimits, dw: &[u32]) -> Option<(SdmaPacket, usize)> {
     assert_eq!(p.encode(limits, &mut out), Ok(n));
     match p {
         SdmaPacket::Nop { .. } => assert_eq!(out[0], dw[0]),
+        SdmaPacket::Write { .. } => assert_eq!(&out[..4], &dw[..4], "{p:?}"),
         _ => assert_eq!(&out[..], &dw[..n], "{p:?}"),
     }
     assert_eq!(SdmaPacket::decode(limits, &out), Ok((p, n)));
@@ -87,8 +88,10 @@ fuzz_target!(|data: &[u8]| {
             Some(Ok(p)) => {
                 let after = consumer.rptr();
                 assert_eq!(after.wrapping_sub(before), 4 * u64::from(p.dwords()), "{p:?}");
+                // Only a NOP's payload and a WRITE's data follow the fixed part of a packet.
                 assert!(
-                    p.dwords() as usize <= MAX_PACKET_DWORDS || matches!(p, SdmaPacket::Nop { .. })
+                    p.dwords() as usize <= MAX_PACKET_DWORDS
+                        || matches!(p, SdmaPacket::Nop { .. } | SdmaPacket::Write { .. })
                 );
             }
             Some(Err(_)) => {

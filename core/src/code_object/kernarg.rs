@@ -177,7 +177,7 @@ pub enum ArgClass {
 }
 
 /// Why kernel arguments cannot be laid out.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum KernargError {
     /// The buffer is smaller than the kernarg segment.

@@ -22,10 +22,13 @@
 //!    (`EXECUTE_ACCESS`) at an address `base` aligned to [`CodeObject::image_align`] (a page
 //!    boundary satisfies every object clang produces).
 //! 3. Fill it: [`CodeObject::load_into`] builds the whole image for load address `base` in
-//!    a caller buffer (host staging memory, or host-visible GPU memory directly). By hand it is:
-//!    zero the image; for each [`LoadSegment`] copy `file_bytes` to `base + vaddr` (the rest
-//!    up to `mem_size` stays zero); for each [`Relocation`] write the little-endian `u64`
-//!    [`Relocation::value`]`(base)` at `base + offset`.
+//!    a caller buffer (host staging memory); [`CodeObject::load_with`] describes it as writes
+//!    ([`ImagePiece`]s) for a loader writing through a CPU view of the GPU memory. By hand it
+//!    is: zero the image; for each [`LoadSegment`] copy `file_bytes` to `base + vaddr` (the
+//!    rest up to `mem_size` stays zero); for each [`Relocation`] write the little-endian `u64`
+//!    [`Relocation::value`]`(base)` at `base + offset`. The facade does all of this:
+//!    [`Kfd::load_code_object`](crate::device::Kfd::load_code_object)
+//!    (`device::code_object_manager`).
 //! 4. Resolve kernels: `let k = co.kernel("name")?;` the AQL packet's `kernel_object` is
 //!    [`Kernel::descriptor_address`]`(base)` (= `base` + the `.kd` symbol's value); its
 //!    group and private segment sizes are the metadata's (plus any dynamic LDS); lay the
@@ -38,6 +41,7 @@
 
 pub mod descriptor;
 mod elf;
+mod image;
 pub mod kernarg;
 pub mod metadata;
 pub mod msgpack;
@@ -48,6 +52,7 @@ pub mod target;
 mod tests;
 
 pub use descriptor::{KERNEL_DESCRIPTOR_SIZE, KernelDescriptor};
+pub use image::ImagePiece;
 pub use metadata::{KernelArg, KernelMetadata, Metadata, ValueKind};
 pub use parse_error::{
     CodeObjectError, ElfPart, ElfProblem, KernelName, MetadataError, MetadataProblem,
@@ -422,47 +427,6 @@ impl<'a> CodeObject<'a> {
             .filter_map(|(index, e)| Rela::read(e).map(|r| (index, r)))
             .filter(|(_, r)| r.kind == R_AMDGPU_RELATIVE64)
             .map(|(index, r)| Relocation { index, offset: r.offset, addend: r.addend })
-    }
-
-    /// Builds the loaded image for load address `base` in `image[..image_size]`: zeros, the
-    /// segments' file bytes, the relocations applied. Bytes past the image are untouched.
-    ///
-    /// # Errors
-    /// [`CodeObjectError::MisalignedBase`], [`ImageTooSmall`](CodeObjectError::ImageTooSmall),
-    /// or [`Malformed`](CodeObjectError::Malformed) (`Relocation(n)`, `Overflow`) when
-    /// `base` puts the image or a relocated value past 2^64. On error `image` may be
-    /// partly written.
-    pub fn load_into(&self, image: &mut [u8], base: u64) -> Result<(), CodeObjectError> {
-        if base & self.image_align.wrapping_sub(1) != 0 {
-            return Err(CodeObjectError::MisalignedBase { base, align: self.image_align });
-        }
-        let too_small =
-            CodeObjectError::ImageTooSmall { needed: self.image_size, got: image.len() };
-        let size = usize::try_from(self.image_size).map_err(|_| too_small)?;
-        let image = image.get_mut(..size).ok_or(too_small)?;
-        if base.checked_add(self.image_size).is_none() {
-            return Err(malformed(ElfPart::Relocations, ElfProblem::Overflow));
-        }
-        image.fill(0);
-        for s in self.segments() {
-            let at = usize::try_from(s.vaddr).ok();
-            let dst = at
-                .and_then(|a| a.checked_add(s.file_bytes.len()).map(|e| (a, e)))
-                .and_then(|(a, e)| image.get_mut(a..e))
-                .ok_or(malformed(ElfPart::Segment(s.index), ElfProblem::OutOfBounds))?;
-            dst.copy_from_slice(s.file_bytes);
-        }
-        for r in self.relocations() {
-            let value = r
-                .value(base)
-                .ok_or(malformed(ElfPart::Relocation(r.index), ElfProblem::Overflow))?;
-            let at = usize::try_from(r.offset).ok();
-            let dst = at
-                .and_then(|a| image.get_mut(a..a.checked_add(8)?))
-                .ok_or(malformed(ElfPart::Relocation(r.index), ElfProblem::OutOfBounds))?;
-            dst.copy_from_slice(&value.to_le_bytes());
-        }
-        Ok(())
     }
 
     /// The kernel called `name` (its `<name>.kd` symbol, its metadata and descriptor).

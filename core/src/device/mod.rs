@@ -19,6 +19,7 @@
 
 mod clock;
 pub mod debug_manager;
+pub mod code_object_manager;
 mod event_manager;
 mod handle_tables;
 pub mod memory_manager;

@@ -10,11 +10,14 @@ use core::fmt;
 
 use bitflags::bitflags;
 
+use crate::code_object::{AgentTarget, CodeObject};
+use crate::device::code_object_manager::LoadError;
 use crate::device::queue_manager::QueueError;
 use crate::device::{self, SignalCondition};
 use crate::error::{Error as _, ErrorKind};
 use crate::memory::svm_attributes::SvmAttribute;
 use crate::queue::aql::PacketWords;
+use crate::queue::scratch::ScratchError;
 use crate::slot_table::SlotKey;
 
 use super::agent::{AgentId, AgentInfo, MAX_REGIONS, RegionId, RegionInfo, RegionKind};
@@ -43,6 +46,9 @@ bitflags! {
         const HOST_KERNELS = 1 << 7;
         /// GPU clock counters.
         const CLOCKS = 1 << 8;
+        /// AMDGPU code objects load into executable memory ([`Driver::load_code_object`])
+        /// and GPU agents run their machine code.
+        const CODE_OBJECTS = 1 << 9;
     }
 }
 
@@ -63,6 +69,17 @@ pub struct Buffer {
     pub size: u64,
     /// The region it came from.
     pub region: RegionId,
+}
+
+/// A code object's image in executable GPU memory ([`Driver::load_code_object`]). Free it
+/// with [`Driver::free`] at `base` once every dispatch of its kernels has completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CodeImage {
+    /// The load address.
+    pub base: u64,
+    /// Bytes of memory holding it.
+    pub size: u64,
 }
 
 /// A driver-local queue name; stale names are rejected.
@@ -124,9 +141,14 @@ pub struct QueueParams {
     pub priority: i8,
     /// Share of the device, 1–100 percent.
     pub percentage: u8,
-    /// Per-work-item scratch the queue's kernels may use, in bytes.
+    /// Private (scratch) bytes per work-item the queue is created ready for: its scratch
+    /// memory is allocated with the queue (0: none until a dispatch needs it). A dispatch
+    /// asking for more grows it (with the queue drained). Beyond the agent's limit the queue
+    /// is refused ([`DriverError::Scratch`]).
     pub private_segment_size: u32,
-    /// Per-workgroup LDS the queue's kernels may use, in bytes.
+    /// The most group (LDS) bytes per work-group a dispatch on the queue may ask for (0: the
+    /// agent's LDS size); a dispatch asking for more is refused at submission, a value above
+    /// the agent's LDS at creation ([`DriverError::InvalidArgument`]).
     pub group_segment_size: u32,
     /// Called when the queue goes into error.
     pub error_callback: Option<QueueErrorCallback>,
@@ -195,6 +217,10 @@ pub enum DriverError {
     Device(device::Error),
     /// A queue operation of the KFD device facade failed.
     Queue(QueueError),
+    /// A code object cannot be loaded, or its kernel not dispatched as asked.
+    CodeObject(LoadError),
+    /// A queue cannot have the scratch memory a dispatch asks for.
+    Scratch(ScratchError),
     /// A failure of a driver implemented outside core, by kind.
     Failed {
         /// Its kind.
@@ -219,6 +245,8 @@ impl fmt::Display for DriverError {
             Self::NotInitialized => f.write_str("the driver is not initialised"),
             Self::Device(e) => e.fmt(f),
             Self::Queue(e) => e.fmt(f),
+            Self::CodeObject(e) => e.fmt(f),
+            Self::Scratch(e) => e.fmt(f),
             Self::Failed { kind, what } => write!(f, "{what} failed ({kind:?})"),
         }
     }
@@ -237,6 +265,8 @@ impl crate::error::Error for DriverError {
             Self::NotInitialized => ErrorKind::NotOpened,
             Self::Device(e) => e.kind(),
             Self::Queue(e) => e.kind(),
+            Self::CodeObject(e) => e.kind(),
+            Self::Scratch(e) => e.kind(),
             Self::Failed { kind, .. } => *kind,
         }
     }
@@ -255,6 +285,22 @@ impl From<device::Error> for DriverError {
 impl From<QueueError> for DriverError {
     fn from(e: QueueError) -> Self {
         Self::Queue(e)
+    }
+}
+
+impl From<LoadError> for DriverError {
+    /// The device's own failures keep their [`DriverError::Device`] form.
+    fn from(e: LoadError) -> Self {
+        match e {
+            LoadError::Device(d) => d.into(),
+            e => Self::CodeObject(e),
+        }
+    }
+}
+
+impl From<ScratchError> for DriverError {
+    fn from(e: ScratchError) -> Self {
+        Self::Scratch(e)
     }
 }
 
@@ -375,6 +421,31 @@ pub trait Driver: Send + Sync {
     /// # Errors
     /// [`DriverError::InvalidHandle`] for an unknown address, or the device's failure.
     fn free(&self, addr: u64) -> Result<(), DriverError>;
+
+    /// What a code object must match to run on GPU agent `agent` (its effective gfx version,
+    /// XNACK and SRAM ECC settings).
+    ///
+    /// # Errors
+    /// [`DriverError::InvalidAgent`] (or a CPU agent), [`DriverError::NotSupported`] for a
+    /// driver that runs no code objects, [`DriverError::CodeObject`] for a GPU of unknown
+    /// version.
+    fn agent_target(&self, agent: AgentId) -> Result<AgentTarget, DriverError>;
+
+    /// Loads `object` into executable memory for the GPU agents `agents`: allocated, written
+    /// with the image relocated for its address, mapped on those agents. Kernel objects are
+    /// the returned base plus each kernel's descriptor offset
+    /// ([`crate::code_object::Kernel::descriptor_address`]; [`super::Executable`] does it).
+    /// Free the image with [`Driver::free`] at its base.
+    ///
+    /// # Errors
+    /// [`DriverError::NotSupported`] for a driver that runs no code objects,
+    /// [`DriverError::InvalidAgent`], [`DriverError::CodeObject`] (no agents, a target that
+    /// does not run on an agent), or the device's failure. Nothing stays allocated on error.
+    fn load_code_object(
+        &self,
+        object: &CodeObject<'_>,
+        agents: &[AgentId],
+    ) -> Result<CodeImage, DriverError>;
 
     /// Copies `src` into host-accessible memory at `addr` (anywhere inside an allocation).
     ///

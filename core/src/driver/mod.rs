@@ -9,9 +9,11 @@
 //! - [`policy`]: choosing a driver explicitly, by `HSAKMT_DRIVER`, GPU-first,
 //!   performance-first or feature-first, with the reason.
 //! - [`pool`]: bounded-time sub-allocation of small objects out of one large buffer.
+//! - [`executable`]: code objects loaded through a driver, their kernels resolved by name.
 
 pub mod agent;
 pub mod api;
+pub mod executable;
 pub mod kfd_driver;
 pub mod policy;
 pub mod pool;
@@ -22,10 +24,11 @@ pub use agent::{
     regions_of,
 };
 pub use api::{
-    Agents, Buffer, Capabilities, ClockCounters, Driver, DriverError, EventId, Producers,
-    QueueErrorCallback, QueueId, QueueParams, Regions, SignalId, SystemInfo, Waited, agents,
-    for_each_agent,
+    Agents, Buffer, Capabilities, ClockCounters, CodeImage, Driver, DriverError, EventId,
+    Producers, QueueErrorCallback, QueueId, QueueParams, Regions, SignalId, SystemInfo, Waited,
+    agents, for_each_agent,
 };
+pub use executable::Executable;
 pub use kfd_driver::KfdDriver;
 pub use policy::{Choice, DriverKind, DriverSummary, Policy, PolicyError, Reason, choose};
 pub use pool::{InlineSubAllocator, SubAllocator};

@@ -7,14 +7,20 @@
 //! Queue creation (ioctls, allocation of rings, EOP and context-save areas) is built on top.
 //!
 //! - [`aql`]: AQL packet types, header encoding, builders and a total decoder.
+//! - [`amd_queue`]: ROCr's `amd_queue_t` descriptor beside the ring: layout and the fields a
+//!   runtime fills.
+//! - [`scratch`]: a queue's private (scratch) memory: sizes, limits, `COMPUTE_TMPRING_SIZE` and
+//!   the scratch resource descriptor per gfx family.
 //! - [`signal`]: `amd_signal_t` layout and atomic operations; the CP completion contract.
 //! - [`ring`]: multi- and single-producer AQL submission, and the consumer side.
 //! - [`sdma`]: SDMA v4+ packets, copy/fill planning, the byte-indexed SDMA ring and its consumer.
 //! - [`params`]: priorities, ring and CU-mask checks, doorbell placement, EOP and CWSR sizes.
 
+pub mod amd_queue;
 pub mod aql;
 pub mod params;
 pub mod ring;
+pub mod scratch;
 pub mod sdma;
 pub mod signal;
 

@@ -1,8 +1,8 @@
-//! SDMA (system DMA engine) packets for gfx9+ (SDMA v4 and later), a byte-indexed SDMA ring
-//! producer, a copy planner, and the decoder / consumer a simulated engine uses.
+//! SDMA (system DMA engine) packets for gfx9+ (SDMA v4 and later: [`SdmaPacket`]), a byte-indexed
+//! SDMA ring producer, a copy planner, and the decoder / consumer a simulated engine uses.
 //!
 //! # Sources of the layouts
-//! - Opcodes, sub-opcodes and field positions: Linux `drivers/gpu/drm/amd/amdgpu/
+//! - Opcodes, sub-opcodes and field positions (of each packet: `sdma/packet.rs`): Linux `drivers/gpu/drm/amd/amdgpu/
 //!   vega10_sdma_pkt_open.h` (`SDMA_OP_*`, `SDMA_PKT_*_HEADER_*`, `COPY_LINEAR` count mask
 //!   `0x003FFFFF`, `NOP` count: 14 bits at bit 16), cross-checked with ROCr's
 //!   `runtime/hsa-runtime/core/inc/sdma_registers.h` (`SDMA_PKT_COPY_LINEAR` with `count:22` /
@@ -24,8 +24,10 @@
 //!   write pointer in bytes; a packet never straddles the ring end — the producer pads to the
 //!   end with NOPs; at most `size − 1` bytes are ever outstanding.
 //!
-//! Only the packets a user-mode runtime needs are modelled: NOP, COPY_LINEAR, CONSTANT_FILL
-//! (dword fill), FENCE, TRAP and POLL_REGMEM (memory poll).
+//! Only the packets user-mode runtimes emit are modelled: NOP, COPY_LINEAR (also broadcast to two
+//! destinations), COPY_LINEAR_RECT, CONSTANT_FILL (dword fill), WRITE (linear), FENCE, TRAP,
+//! POLL_REGMEM (memory and register polls, HDP flushes), ATOMIC (64-bit add), TIMESTAMP
+//! (global) and GCR — what ROCr's `BlitSdma` and kfdtest's SDMA tests write.
 
 use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -33,29 +35,21 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::error::{Error, ErrorKind};
 use crate::platform::SharedMemory;
 
-/// `SDMA_OP_NOP`.
-pub const SDMA_OP_NOP: u8 = 0;
-/// `SDMA_OP_COPY`.
-pub const SDMA_OP_COPY: u8 = 1;
-/// `SDMA_OP_FENCE`.
-pub const SDMA_OP_FENCE: u8 = 5;
-/// `SDMA_OP_TRAP`.
-pub const SDMA_OP_TRAP: u8 = 6;
-/// `SDMA_OP_POLL_REGMEM`.
-pub const SDMA_OP_POLL_REGMEM: u8 = 8;
-/// `SDMA_OP_CONST_FILL`.
-pub const SDMA_OP_CONST_FILL: u8 = 11;
-/// `SDMA_SUBOP_COPY_LINEAR`.
-pub const SDMA_SUBOP_COPY_LINEAR: u8 = 0;
+mod packet;
 
-/// Largest number of dwords one packet of this module occupies (COPY_LINEAR: 7).
-pub const MAX_PACKET_DWORDS: usize = 7;
+use packet::header;
+pub use packet::{
+    GcrRequest, LinearRect, MAX_PACKET_DWORDS, MAX_WRITE_DWORDS, PollFunc, RectSurface,
+    RegisterPoll, SDMA_ATOMIC_ADD64, SDMA_OP_ATOMIC, SDMA_OP_CONST_FILL, SDMA_OP_COPY,
+    SDMA_OP_FENCE, SDMA_OP_GCR, SDMA_OP_NOP, SDMA_OP_POLL_REGMEM, SDMA_OP_TIMESTAMP, SDMA_OP_TRAP,
+    SDMA_OP_WRITE, SDMA_SUBOP_COPY_LINEAR, SDMA_SUBOP_COPY_LINEAR_RECT,
+    SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, SDMA_SUBOP_USER_GCR, SDMA_SUBOP_WRITE_LINEAR, SdmaPacket,
+};
+
 /// Largest NOP: a 14-bit count of dwords after the header.
 pub const MAX_NOP_DWORDS: u32 = 0x4000;
 /// Largest `CONSTANT_FILL` in bytes (22-bit `bytes − 1` count).
 pub const MAX_FILL_BYTES: u32 = 1 << 22;
-
-const FILLSIZE_DWORD: u32 = 2;
 
 /// Why an SDMA packet, plan or ring operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,6 +80,12 @@ pub enum SdmaError {
         /// `sub_op` (bits 8..16).
         sub_op: u8,
     },
+    /// An `ATOMIC` packet's operation is not one this module models (only
+    /// [`SDMA_ATOMIC_ADD64`]).
+    UnsupportedAtomic {
+        /// The operation (header bits 25..32).
+        operation: u8,
+    },
     /// A reserved or unsupported field bit is set; `dword` is its index in the packet.
     ReservedNonZero {
         /// Dword index in the packet.
@@ -108,6 +108,9 @@ impl fmt::Display for SdmaError {
             Self::Full => f.write_str("SDMA ring full"),
             Self::Truncated => f.write_str("SDMA packet truncated"),
             Self::UnknownOpcode { op, sub_op } => write!(f, "unknown SDMA opcode {op}/{sub_op}"),
+            Self::UnsupportedAtomic { operation } => {
+                write!(f, "unsupported SDMA atomic operation {operation}")
+            }
             Self::ReservedNonZero { dword } => {
                 write!(f, "reserved SDMA packet bits set in dword {dword}")
             }
@@ -127,9 +130,10 @@ impl Error for SdmaError {
             | Self::TooLarge
             | Self::InvalidRing => ErrorKind::InvalidArgument,
             Self::Full => ErrorKind::OutOfResources,
-            Self::Truncated | Self::UnknownOpcode { .. } | Self::ReservedNonZero { .. } => {
-                ErrorKind::Malformed
-            }
+            Self::Truncated
+            | Self::UnknownOpcode { .. }
+            | Self::UnsupportedAtomic { .. }
+            | Self::ReservedNonZero { .. } => ErrorKind::Malformed,
         }
     }
 }
@@ -273,362 +277,6 @@ impl Iterator for FillPlan {
         self.dst = self.dst.saturating_add(chunk);
         self.remaining = self.remaining.saturating_sub(chunk);
         Some(p)
-    }
-}
-
-/// `func` of `POLL_REGMEM`: how `(value & mask)` compares with the reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum PollFunc {
-    /// Always true.
-    Always = 0,
-    /// `<`
-    Less = 1,
-    /// `<=`
-    LessEqual = 2,
-    /// `==`
-    Equal = 3,
-    /// `!=`
-    NotEqual = 4,
-    /// `>=`
-    GreaterEqual = 5,
-    /// `>`
-    Greater = 6,
-}
-
-impl PollFunc {
-    const fn from_raw(raw: u32) -> Option<Self> {
-        Some(match raw {
-            0 => Self::Always,
-            1 => Self::Less,
-            2 => Self::LessEqual,
-            3 => Self::Equal,
-            4 => Self::NotEqual,
-            5 => Self::GreaterEqual,
-            6 => Self::Greater,
-            _ => return None,
-        })
-    }
-
-    /// Whether `(value & mask) func reference` holds.
-    #[must_use]
-    pub const fn holds(self, value: u32, mask: u32, reference: u32) -> bool {
-        let v = value & mask;
-        match self {
-            Self::Always => true,
-            Self::Less => v < reference,
-            Self::LessEqual => v <= reference,
-            Self::Equal => v == reference,
-            Self::NotEqual => v != reference,
-            Self::GreaterEqual => v >= reference,
-            Self::Greater => v > reference,
-        }
-    }
-}
-
-/// A typed SDMA packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum SdmaPacket {
-    /// `NOP` spanning `dwords` dwords in total (header included), 1..=[`MAX_NOP_DWORDS`].
-    Nop {
-        /// Total length in dwords.
-        dwords: u32,
-    },
-    /// `COPY_LINEAR` (7 dwords): copy `bytes` from `src` to `dst`.
-    CopyLinear {
-        /// Source address.
-        src: u64,
-        /// Destination address.
-        dst: u64,
-        /// Byte count, 1..=[`SdmaLimits::max_copy_bytes`].
-        bytes: u32,
-    },
-    /// `CONSTANT_FILL` with dword fill size (5 dwords): write `data` over `bytes` at `dst`.
-    ConstantFill {
-        /// Destination address, dword-aligned.
-        dst: u64,
-        /// The dword written.
-        data: u32,
-        /// Byte count: a multiple of 4, 4..=[`MAX_FILL_BYTES`].
-        bytes: u32,
-    },
-    /// `FENCE` (4 dwords): write `data` (32 bits) to `addr` once earlier packets completed.
-    Fence {
-        /// Destination, dword-aligned.
-        addr: u64,
-        /// The value written.
-        data: u32,
-        /// Memory type of the write (3 bits; ROCr uses 3 = uncached on gfx10+, else 0).
-        mtype: u8,
-    },
-    /// `TRAP` (2 dwords): raise an interrupt with context `int_ctx` (28 bits; the KFD event
-    /// id when used for events).
-    Trap {
-        /// Interrupt context.
-        int_ctx: u32,
-    },
-    /// `POLL_REGMEM` on memory (6 dwords): wait until `(mem[addr] & mask) func reference`.
-    PollRegMem {
-        /// Polled address, dword-aligned.
-        addr: u64,
-        /// Reference value.
-        reference: u32,
-        /// Mask applied to the memory value.
-        mask: u32,
-        /// Comparison.
-        func: PollFunc,
-        /// Poll interval (16 bits, in engine clock units of 16 cycles).
-        interval: u16,
-        /// Retries before giving up (12 bits; 0xFFF = forever).
-        retry_count: u16,
-    },
-}
-
-/// The first `N` dwords of `dw` as an array.
-fn take<const N: usize>(dw: &[u32]) -> Result<[u32; N], SdmaError> {
-    dw.get(..N).and_then(|d| <[u32; N]>::try_from(d).ok()).ok_or(SdmaError::Truncated)
-}
-
-#[inline]
-const fn header(op: u8, sub_op: u8) -> u32 {
-    op as u32 | ((sub_op as u32) << 8)
-}
-
-impl SdmaPacket {
-    /// Length in dwords.
-    #[must_use]
-    #[inline]
-    pub const fn dwords(&self) -> u32 {
-        match self {
-            Self::Nop { dwords } => *dwords,
-            Self::CopyLinear { .. } => 7,
-            Self::ConstantFill { .. } => 5,
-            Self::Fence { .. } => 4,
-            Self::Trap { .. } => 2,
-            Self::PollRegMem { .. } => 6,
-        }
-    }
-
-    /// Checks the packet against the field ranges of `limits`.
-    ///
-    /// # Errors
-    /// [`SdmaError::InvalidSize`], [`SdmaError::Misaligned`], [`SdmaError::FieldOverflow`].
-    pub const fn validate(&self, limits: SdmaLimits) -> Result<(), SdmaError> {
-        match *self {
-            Self::Nop { dwords } => {
-                if dwords == 0 || dwords > MAX_NOP_DWORDS {
-                    return Err(SdmaError::InvalidSize);
-                }
-            }
-            Self::CopyLinear { bytes, src, dst } => {
-                if bytes == 0 || bytes > limits.max_copy_bytes() {
-                    return Err(SdmaError::InvalidSize);
-                }
-                if src.checked_add(bytes as u64).is_none()
-                    || dst.checked_add(bytes as u64).is_none()
-                {
-                    return Err(SdmaError::AddressOverflow);
-                }
-            }
-            Self::ConstantFill { dst, bytes, .. } => {
-                if bytes == 0 || !bytes.is_multiple_of(4) || bytes > MAX_FILL_BYTES {
-                    return Err(SdmaError::InvalidSize);
-                }
-                if !dst.is_multiple_of(4) {
-                    return Err(SdmaError::Misaligned);
-                }
-            }
-            Self::Fence { addr, mtype, .. } => {
-                if !addr.is_multiple_of(4) {
-                    return Err(SdmaError::Misaligned);
-                }
-                if mtype > 7 {
-                    return Err(SdmaError::FieldOverflow);
-                }
-            }
-            Self::Trap { int_ctx } => {
-                if int_ctx >> 28 != 0 {
-                    return Err(SdmaError::FieldOverflow);
-                }
-            }
-            Self::PollRegMem { addr, retry_count, .. } => {
-                if !addr.is_multiple_of(4) {
-                    return Err(SdmaError::Misaligned);
-                }
-                if retry_count >> 12 != 0 {
-                    return Err(SdmaError::FieldOverflow);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Encodes the packet (validated) into the first [`SdmaPacket::dwords`] dwords of `out`;
-    /// a NOP is its header followed by zero dwords.
-    ///
-    /// # Errors
-    /// The [`SdmaPacket::validate`] errors; [`SdmaError::Truncated`] when `out` is too short.
-    pub fn encode(&self, limits: SdmaLimits, out: &mut [u32]) -> Result<usize, SdmaError> {
-        self.validate(limits)?;
-        let n = self.dwords() as usize;
-        let out = out.get_mut(..n).ok_or(SdmaError::Truncated)?;
-        let mut buf = [0u32; MAX_PACKET_DWORDS];
-        let len = self.encode_small(&mut buf);
-        match self {
-            Self::Nop { .. } => {
-                out.fill(0);
-                if let Some(h) = out.first_mut() {
-                    *h = buf[0];
-                }
-            }
-            _ => {
-                for (o, w) in out.iter_mut().zip(buf.iter().take(len)) {
-                    *o = *w;
-                }
-            }
-        }
-        Ok(n)
-    }
-
-    /// Encodes into a fixed buffer; for NOP only the header dword. Returns dwords written.
-    #[inline]
-    fn encode_small(&self, b: &mut [u32; MAX_PACKET_DWORDS]) -> usize {
-        let lo = |v: u64| v as u32;
-        let hi = |v: u64| (v >> 32) as u32;
-        match *self {
-            Self::Nop { dwords } => {
-                b[0] = header(SDMA_OP_NOP, 0) | (dwords.saturating_sub(1) << 16);
-                1
-            }
-            Self::CopyLinear { src, dst, bytes } => {
-                *b = [
-                    header(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR),
-                    bytes.saturating_sub(1),
-                    0,
-                    lo(src),
-                    hi(src),
-                    lo(dst),
-                    hi(dst),
-                ];
-                7
-            }
-            Self::ConstantFill { dst, data, bytes } => {
-                b[0] = header(SDMA_OP_CONST_FILL, 0) | (FILLSIZE_DWORD << 30);
-                b[1] = lo(dst);
-                b[2] = hi(dst);
-                b[3] = data;
-                b[4] = bytes.saturating_sub(1);
-                5
-            }
-            Self::Fence { addr, data, mtype } => {
-                b[0] = header(SDMA_OP_FENCE, 0) | ((mtype as u32) << 16);
-                b[1] = lo(addr);
-                b[2] = hi(addr);
-                b[3] = data;
-                4
-            }
-            Self::Trap { int_ctx } => {
-                b[0] = header(SDMA_OP_TRAP, 0);
-                b[1] = int_ctx;
-                2
-            }
-            Self::PollRegMem { addr, reference, mask, func, interval, retry_count } => {
-                b[0] = header(SDMA_OP_POLL_REGMEM, 0) | ((func as u32) << 28) | (1 << 31);
-                b[1] = lo(addr);
-                b[2] = hi(addr);
-                b[3] = reference;
-                b[4] = mask;
-                b[5] = interval as u32 | ((retry_count as u32) << 16);
-                6
-            }
-        }
-    }
-
-    /// Decodes the packet starting at `dw[0]`. Returns the packet and its length in dwords. A
-    /// NOP's payload dwords are not inspected (they need not be present in `dw`). The decoder
-    /// is strict: a decoded packet re-encodes ([`SdmaPacket::encode`]) to the dwords it came
-    /// from (a NOP: to its header).
-    ///
-    /// # Errors
-    /// [`SdmaError::Truncated`] when `dw` ends early, [`SdmaError::UnknownOpcode`],
-    /// [`SdmaError::ReservedNonZero`] for set bits this module does not model (TMZ, swaps,
-    /// cache policies, register polls), and the [`SdmaPacket::validate`] errors.
-    pub fn decode(limits: SdmaLimits, dw: &[u32]) -> Result<(SdmaPacket, usize), SdmaError> {
-        let h = *dw.first().ok_or(SdmaError::Truncated)?;
-        let (op, sub_op) = (h as u8, (h >> 8) as u8);
-        let join = |lo: u32, hi: u32| lo as u64 | ((hi as u64) << 32);
-        let reserved = |cond: bool, dword: u8| {
-            if cond { Err(SdmaError::ReservedNonZero { dword }) } else { Ok(()) }
-        };
-        let p = match (op, sub_op) {
-            (SDMA_OP_NOP, 0) => {
-                reserved(h >> 30 != 0, 0)?;
-                SdmaPacket::Nop { dwords: ((h >> 16) & 0x3FFF).saturating_add(1) }
-            }
-            (SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR) => {
-                let d: [u32; 7] = take(dw)?;
-                let (d0, d1, d2, d3, d4, d5, d6) = (h, d[1], d[2], d[3], d[4], d[5], d[6]);
-                reserved(d0 >> 16 != 0, 0)?;
-                reserved(d1 & !limits.copy_count_mask() != 0, 1)?;
-                reserved(d2 != 0, 2)?;
-                SdmaPacket::CopyLinear {
-                    src: join(d3, d4),
-                    dst: join(d5, d6),
-                    bytes: d1.saturating_add(1),
-                }
-            }
-            (SDMA_OP_CONST_FILL, 0) => {
-                let d: [u32; 5] = take(dw)?;
-                reserved(h & 0x3FFF_0000 != 0 || h >> 30 != FILLSIZE_DWORD, 0)?;
-                reserved(d[4] >> 22 != 0, 4)?;
-                // A dword fill covers whole dwords: the count (`bytes − 1`) ends in 0b11.
-                if d[4] & 3 != 3 {
-                    return Err(SdmaError::InvalidSize);
-                }
-                SdmaPacket::ConstantFill {
-                    dst: join(d[1], d[2]),
-                    data: d[3],
-                    bytes: (d[4] >> 2).saturating_add(1).saturating_mul(4),
-                }
-            }
-            (SDMA_OP_FENCE, 0) => {
-                let d: [u32; 4] = take(dw)?;
-                reserved(h >> 19 != 0, 0)?;
-                SdmaPacket::Fence {
-                    addr: join(d[1], d[2]),
-                    data: d[3],
-                    mtype: ((h >> 16) & 7) as u8,
-                }
-            }
-            (SDMA_OP_TRAP, 0) => {
-                let d: [u32; 2] = take(dw)?;
-                reserved(h >> 16 != 0, 0)?;
-                reserved(d[1] >> 28 != 0, 1)?;
-                SdmaPacket::Trap { int_ctx: d[1] }
-            }
-            (SDMA_OP_POLL_REGMEM, 0) => {
-                let d: [u32; 6] = take(dw)?;
-                // Memory poll only: mem_poll (bit 31) set, hdp_flush (bit 26) and the
-                // remaining header bits clear.
-                reserved(h & 0x0FFF_0000 != 0 || h >> 31 != 1, 0)?;
-                let func = PollFunc::from_raw((h >> 28) & 7)
-                    .ok_or(SdmaError::ReservedNonZero { dword: 0 })?;
-                reserved(d[5] >> 28 != 0, 5)?;
-                SdmaPacket::PollRegMem {
-                    addr: join(d[1], d[2]),
-                    reference: d[3],
-                    mask: d[4],
-                    func,
-                    interval: d[5] as u16,
-                    retry_count: ((d[5] >> 16) & 0xFFF) as u16,
-                }
-            }
-            (op, sub_op) => return Err(SdmaError::UnknownOpcode { op, sub_op }),
-        };
-        p.validate(limits)?;
-        Ok((p, p.dwords() as usize))
     }
 }
 
@@ -802,9 +450,13 @@ impl<M: SharedMemory> SdmaRing<M> {
             if let SdmaPacket::Nop { dwords } = p {
                 self.write_nop(self.wptr, u64::from(dwords));
             } else {
-                let n = p.encode_small(&mut buf);
+                let n = p.encode_fixed(&mut buf);
                 for (i, w) in buf.iter().take(n).enumerate() {
                     self.store(self.wptr.wrapping_add((i as u64).wrapping_mul(4)), *w);
+                }
+                // A WRITE's data: zeros, as `SdmaPacket::encode` gives.
+                for i in n as u64..len / 4 {
+                    self.store(self.wptr.wrapping_add(i.wrapping_mul(4)), 0);
                 }
             }
             self.wptr = self.wptr.wrapping_add(len);

@@ -16,6 +16,17 @@
 //!   the kernel. A program that waits for each piece of work issues the same ioctls in the same
 //!   order on every run, whatever the host's speed (injected faults meet the same calls).
 //!
+//! # Doorbells
+//! A doorbell rung through the mapping ([`SharedMemory::ring_doorbell64`]) or
+//! `hsaKmtQueueRingDoorbell` wakes the processor at once. Programs also ring with a plain store
+//! to the doorbell page (kfdtest's queues, ROCr's SDMA blit queues) — on hardware the doorbell
+//! aperture itself notices. The simulator notices such stores by polling: an idle processor
+//! looks at its queue again after a sleep that doubles from [`DOORBELL_POLL_MIN`] up to
+//! [`CpConfig::doorbell_poll`], reading its doorbell slot in the page (AQL: the announced packet
+//! index) and, for PM4 and SDMA queues, the write pointer in memory. Busy queues never poll;
+//! step mode polls every queue once per round of [`GpuModel::run_until_idle`], so it stays
+//! deterministic.
+//!
 //! Either way a queue processes packets only while it is *active* — a ring, a non-zero
 //! percentage, no error — exactly amdkfd's `QUEUE_IS_ACTIVE`; disabling it by
 //! `UPDATE_QUEUE` stops consumption and re-enabling resumes at the read index.
@@ -28,6 +39,7 @@
 //! `ETIME` and changes nothing, and the GPU is reset (its HW-exception events are raised).
 
 pub(crate) mod aql;
+pub(crate) mod clock;
 pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
@@ -46,9 +58,11 @@ use std::time::{Duration, Instant};
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
+use hsakmt_hostmem::HostMapping;
 
 use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
 use crate::mapping::DoorbellSink;
+use clock::GpuClock;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
 
@@ -81,6 +95,9 @@ pub(crate) struct CpConfig {
     pub(crate) mode: CpMode,
     /// How long an idle processor polls before it sleeps (threaded mode).
     pub(crate) idle_spin: Duration,
+    /// The longest sleep of an idle processor between two looks at its doorbell (threaded
+    /// mode): the latency of a plain doorbell store to a queue idle for long.
+    pub(crate) doorbell_poll: Duration,
     /// The host kernels dispatches run.
     pub(crate) kernels: KernelRegistry,
     /// Whether AQL vendor-specific packets (PM4 indirect buffers) execute; without them they
@@ -91,9 +108,22 @@ pub(crate) struct CpConfig {
 impl CpConfig {
     /// A GPU's processors: `mode`, `idle_spin`, a fresh registry, vendor packets on.
     pub(crate) fn new(mode: CpMode, idle_spin: Duration) -> Self {
-        CpConfig { mode, idle_spin, kernels: KernelRegistry::new(), vendor_packets: true }
+        CpConfig {
+            mode,
+            idle_spin,
+            doorbell_poll: DEFAULT_DOORBELL_POLL,
+            kernels: KernelRegistry::new(),
+            vendor_packets: true,
+        }
     }
 }
+
+/// The first sleep of an idle processor before it looks at its doorbell again.
+pub(crate) const DOORBELL_POLL_MIN: Duration = Duration::from_micros(50);
+
+/// The longest an idle queue processor sleeps before it looks at its doorbell again, unless
+/// [`SimBuilder::cp_doorbell_poll`](crate::SimBuilder::cp_doorbell_poll) says otherwise.
+pub const DEFAULT_DOORBELL_POLL: Duration = Duration::from_millis(2);
 
 /// Why a queue stopped with an error, as the kernel would report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,8 +316,11 @@ pub(crate) struct Cp {
     pub(crate) events: Arc<dyn EventHooks>,
     pub(crate) kernels: KernelRegistry,
     pub(crate) progress: Progress,
+    /// The GPU clock timestamps come from.
+    pub(crate) clock: GpuClock,
     mode: CpMode,
     idle_spin: Duration,
+    doorbell_poll: Duration,
     pub(crate) vendor_packets: bool,
 }
 
@@ -399,6 +432,8 @@ pub(crate) struct SimQueue {
     evicted: AtomicBool,
     /// AQL: one past the highest packet index a doorbell announced. PM4/SDMA: last value.
     doorbell: AtomicU64,
+    /// The doorbell slot's value at the last poll (`u64::MAX` before the first).
+    polled: AtomicU64,
     pending: AtomicBool,
     sleeping: AtomicBool,
     stop: AtomicBool,
@@ -446,6 +481,7 @@ impl SimQueue {
             suspended: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
             doorbell: AtomicU64::new(0),
+            polled: AtomicU64::new(u64::MAX),
             pending: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -507,15 +543,15 @@ impl SimQueue {
         }
     }
 
-    /// Changes the queue's registers as the HWS does, with the queue unmapped: serialised
-    /// with the processor (a step in progress finishes first, as a preemption waits for the
-    /// queue to leave the hardware), so no packet the step has yet to read runs under the old
-    /// registers once this returns (a queue disabled by `update_queue` fetches nothing more).
-    pub(crate) fn set_regs(&self, regs: Regs) {
-        {
-            let _exec = lock(&self.exec);
-            *lock(&self.regs) = regs;
-        }
+    /// Changes the queue's registers (`UPDATE_QUEUE`), running `also` with them (a ring
+    /// buffer's pin moves). As amdkfd unmaps the queue from the hardware before it changes the
+    /// MQD, the change lands between packets: no processor is inside a run that read the old
+    /// registers when this returns.
+    pub(crate) fn update(&self, regs: Regs, also: impl FnOnce()) {
+        let exec = lock(&self.exec);
+        also();
+        *lock(&self.regs) = regs;
+        drop(exec);
         self.kick();
     }
 
@@ -578,6 +614,17 @@ impl SimQueue {
             }
         }
         self.kick();
+    }
+
+    /// Looks at the queue's doorbell slot in the doorbell page: a value other than at the last
+    /// look is a doorbell written with a plain store, rung here. Returns whether it was.
+    fn poll_doorbell(&self, doorbells: &Doorbells) -> bool {
+        let Some(v) = doorbells.stored(self.doorbell_index) else { return false };
+        if self.polled.swap(v, Ordering::AcqRel) == v {
+            return false;
+        }
+        self.ring(v);
+        true
     }
 
     /// Tells the processor to look (doorbell, re-activation, stop).
@@ -710,6 +757,8 @@ impl SimQueue {
 pub(crate) struct Doorbells {
     size: u64,
     slots: RwLock<Vec<Option<Arc<SimQueue>>>>,
+    /// The process's doorbell page as last mapped: where plain doorbell stores land.
+    page: RwLock<Option<HostMapping>>,
 }
 
 impl fmt::Debug for Doorbells {
@@ -720,7 +769,23 @@ impl fmt::Debug for Doorbells {
 
 impl Doorbells {
     pub(crate) fn new(size: u64) -> Self {
-        Doorbells { size, slots: RwLock::new(vec![None; 1024]) }
+        Doorbells { size, slots: RwLock::new(vec![None; 1024]), page: RwLock::new(None) }
+    }
+
+    /// The doorbell page the process mapped (`kfd_doorbell_mmap`).
+    pub(crate) fn set_page(&self, page: HostMapping) {
+        *self.page.write().unwrap_or_else(PoisonError::into_inner) = Some(page);
+    }
+
+    /// What doorbell `index` of the mapped page holds (`None` before the page is mapped).
+    fn stored(&self, index: u32) -> Option<u64> {
+        let page = self.page.read().unwrap_or_else(PoisonError::into_inner);
+        let page = page.as_ref()?;
+        let i = index as usize;
+        match self.size {
+            8 => page.u64s().get(i).map(|w| w.load(Ordering::Acquire)),
+            _ => page.u32s().get(i).map(|w| u64::from(w.load(Ordering::Acquire))),
+        }
     }
 
     pub(crate) fn set(&self, index: u32, q: Option<Arc<SimQueue>>) {
@@ -741,23 +806,33 @@ impl DoorbellSink for Doorbells {
     }
 }
 
-/// A processor thread's loop.
-fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
+/// A processor thread's loop. An idle processor spins for the configured time, then sleeps
+/// (woken by a doorbell rung through the mapping) and looks at its doorbell again after each
+/// sleep, the sleeps doubling from [`DOORBELL_POLL_MIN`] up to the configured longest.
+fn worker(q: Weak<SimQueue>, cp: Arc<Cp>, doorbells: Option<Arc<Doorbells>>) {
     let mut idle_since: Option<Instant> = None;
     let mut blocked_wait = Duration::from_micros(20);
+    let mut poll_wait = DOORBELL_POLL_MIN;
     loop {
         let Some(q) = q.upgrade() else { return };
         if q.stop.load(Ordering::Acquire) {
             return;
         }
         q.pending.store(false, Ordering::SeqCst);
+        if idle_since.is_some()
+            && let Some(d) = &doorbells
+        {
+            q.poll_doorbell(d);
+        }
         match q.step(&cp, 256) {
             Step::Progress | Step::Running => {
                 idle_since = None;
                 blocked_wait = Duration::from_micros(20);
+                poll_wait = DOORBELL_POLL_MIN;
             }
             Step::Blocked => {
                 idle_since = None;
+                poll_wait = DOORBELL_POLL_MIN;
                 drop(q);
                 cp.progress.wait(blocked_wait);
                 blocked_wait = (blocked_wait * 2).min(Duration::from_millis(1));
@@ -768,8 +843,8 @@ fn worker(q: Weak<SimQueue>, cp: Arc<Cp>) {
                     drop(q);
                     std::thread::yield_now();
                 } else {
-                    q.sleep(Duration::from_millis(50));
-                    idle_since = None;
+                    q.sleep(poll_wait);
+                    poll_wait = (poll_wait * 2).min(cp.doorbell_poll.max(DOORBELL_POLL_MIN));
                 }
             }
         }
@@ -830,8 +905,10 @@ impl GpuModel {
                 events,
                 kernels: config.kernels,
                 progress: Progress::default(),
+                clock: GpuClock::new(),
                 mode: config.mode,
                 idle_spin: config.idle_spin,
+                doorbell_poll: config.doorbell_poll,
                 vendor_packets: config.vendor_packets,
             }),
             gpus,
@@ -858,9 +935,10 @@ impl GpuModel {
             CpMode::Step | CpMode::OnWait => None,
             CpMode::Threaded => {
                 let (weak, cp) = (Arc::downgrade(&q), self.cp.clone());
+                let doorbells = self.doorbells.get(&q.gpu_id).cloned();
                 std::thread::Builder::new()
                     .name(format!("sim-cp-q{}", q.qid))
-                    .spawn(move || worker(weak, cp))
+                    .spawn(move || worker(weak, cp, doorbells))
                     .ok()
             }
         };
@@ -964,9 +1042,10 @@ impl GpuModel {
         self.cp.isa_counters.get()
     }
 
-    /// Runs every queue until none makes progress; returns the packets consumed. A kernel
-    /// on the interpreter runs until it ends or blocks, or until the dispatches of this call
-    /// ran [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
+    /// Runs every queue until none makes progress; returns the packets consumed. Each round
+    /// first looks at every queue's doorbell slot (plain doorbell stores). A kernel on the
+    /// interpreter runs until it ends or blocks, or until the dispatches of this call ran
+    /// [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
         let mut total = 0;
         let start = self.cp.isa_counters.get().instructions;
@@ -976,6 +1055,9 @@ impl GpuModel {
                 lock(&self.queues).values().map(|l| l.q.clone()).collect();
             let mut moved = false;
             for q in queues {
+                if let Some(d) = self.doorbells.get(&q.gpu_id) {
+                    q.poll_doorbell(d);
+                }
                 let before = q.packets();
                 loop {
                     match q.step(&self.cp, 4096) {

@@ -13,9 +13,18 @@
 //! `PACKET3_WAIT_REG_MEM` 0x3C with `FUNCTION` bits 0..3 and `MEM_SPACE` bit 4,
 //! `PACKET3_INDIRECT_BUFFER` 0x3F, `PACKET3_SET_SH_REG` 0x76 with offsets from 0x2C00,
 //! `PACKET3_DISPATCH_DIRECT` 0x15, `PACKET3_ACQUIRE_MEM` 0x58, `PACKET3_EVENT_WRITE` 0x46). A
-//! PM4 queue's read and write pointers count dwords; its packets may wrap around the ring's
-//! end. An indirect buffer that stops on an unmet poll or a running dispatch resumes at that
-//! packet. Any other opcode stops the queue with `EC_QUEUE_PACKET_UNSUPPORTED`.
+//! type-3 `NOP` whose count is 0x3FFF is one dword long (the header alone: amdgpu's ring padding
+//! `PACKET3(PACKET3_NOP, 0x3FFF)`, and kfdtest's one-dword `PM4NopPacket`). `RELEASE_MEM`
+//! interrupts only for `INT_SEL` 1 (interrupt only) and 2 (interrupt after the write is
+//! confirmed); 3 confirms the write without one. `DATA_SEL` 3 writes the GPU clock counter
+//! ([`GpuClock`](super::clock::GpuClock)).
+//!
+//! A PM4 queue's write pointer counts dwords (64-bit and monotonic on gfx9+; 32-bit, wrapping at
+//! the ring size before); its read pointer, as the CP reports it, is the dword offset in the ring
+//! (`CP_HQD_PQ_RPTR`: it wraps at the ring's end). The queue holds work while the read pointer
+//! differs from the write pointer modulo the ring size; packets may wrap around the ring's end.
+//! An indirect buffer that stops on an unmet poll or a running dispatch resumes at that packet.
+//! Any other opcode stops the queue with `EC_QUEUE_PACKET_UNSUPPORTED`.
 
 use std::sync::atomic::Ordering;
 
@@ -49,6 +58,21 @@ pub const PM4_EVENT_WRITE: u32 = 0x46;
 /// Dwords an indirect buffer may nest (an IB inside an IB); deeper chains are refused.
 const MAX_IB_DEPTH: u32 = 2;
 
+/// The count of a type-3 `NOP` that makes it a one-dword packet.
+const NOP_ONE_DWORD: u32 = 0x3FFF;
+
+/// `RELEASE_MEM` `INT_SEL` values that raise an interrupt: 1 (interrupt only), 2 (after the
+/// write is confirmed).
+const fn release_interrupts(int_sel: u32) -> bool {
+    matches!(int_sel, 1 | 2)
+}
+
+/// An interrupt a queue's own `RELEASE_MEM` raises once the read pointer is past the packet:
+/// the CP fetched the packet (its read pointer moved) before the end-of-pipe event, so a host
+/// woken by the interrupt finds the read pointer past it. Inside an indirect buffer the
+/// interrupt is raised at once.
+type Deferred = Option<u32>;
+
 type Fault = (u32, Option<u64>);
 
 enum Run {
@@ -75,7 +99,8 @@ fn mem_u32(q: &SimQueue, cp: &Cp, addr: u64) -> Result<super::vm::MemRange, Faul
 }
 
 /// Executes the packet whose dwords `dw(i)` yields (`dw(0)` its header, at address `at`),
-/// `avail` dwords long at most.
+/// `avail` dwords long at most; a ring's own `RELEASE_MEM` leaves its interrupt in `irq`.
+#[allow(clippy::too_many_arguments)]
 fn packet(
     q: &SimQueue,
     cp: &Cp,
@@ -84,6 +109,7 @@ fn packet(
     depth: u32,
     exec: &mut Exec,
     at: u64,
+    irq: &mut Deferred,
 ) -> Result<Run, Fault> {
     let h = dw(0).ok_or((EC_QUEUE_PACKET_RESERVED, None))?;
     match h >> 30 {
@@ -91,11 +117,15 @@ fn packet(
         3 => {}
         _ => return Err((EC_QUEUE_PACKET_RESERVED, None)),
     }
-    let len = u64::from((h >> 16) & 0x3FFF) + 2;
+    let op = (h >> 8) & 0xFF;
+    let count = (h >> 16) & 0x3FFF;
+    if op == PM4_NOP && count == NOP_ONE_DWORD {
+        return Ok(Run::Done(1));
+    }
+    let len = u64::from(count) + 2;
     if len > avail {
         return Err((EC_QUEUE_PACKET_RESERVED, None));
     }
-    let op = (h >> 8) & 0xFF;
     let get = |i: u64| dw(i).ok_or((EC_QUEUE_PACKET_RESERVED, None));
     let addr = |lo: u64, hi: u64| -> Result<u64, Fault> {
         Ok(u64::from(get(lo)? & !3) | (u64::from(get(hi)?) << 32))
@@ -142,9 +172,7 @@ fn packet(
                     let v = if data_sel == 2 {
                         u64::from(lo) | u64::from(hi) << 32
                     } else {
-                        std::time::SystemTime::UNIX_EPOCH
-                            .elapsed()
-                            .map_or(0, |d| d.as_nanos() as u64)
+                        cp.clock.counter()
                     };
                     let r = cp
                         .vm
@@ -156,8 +184,13 @@ fn packet(
                 _ => return Err((EC_QUEUE_PACKET_UNSUPPORTED, None)),
             }
             cp.progress.bump();
-            if int_sel != 0 {
-                cp.events.signal_event(get(7)? & 0x0FFF_FFFF);
+            if release_interrupts(int_sel) {
+                let ctx = get(7)? & 0x0FFF_FFFF;
+                if depth == 0 {
+                    *irq = Some(ctx);
+                } else {
+                    cp.events.signal_event(ctx);
+                }
             }
         }
         PM4_WAIT_REG_MEM => {
@@ -247,7 +280,7 @@ fn run_ib_at(
     let total = u64::from(dwords);
     while at < total {
         let dw = |i: u64| words.get((at + i) as usize).map(|w| w.load(Ordering::Relaxed));
-        let stopped = match packet(q, cp, &dw, total - at, depth, exec, ib + 4 * at)? {
+        let stopped = match packet(q, cp, &dw, total - at, depth, exec, ib + 4 * at, &mut None)? {
             Run::Done(n) => {
                 at += n;
                 continue;
@@ -278,7 +311,8 @@ pub(crate) fn run_ib(
     run_ib_at(q, cp, ib, dwords, 1, exec)
 }
 
-/// Runs a PM4 queue for at most `budget` packets (pointers in dwords).
+/// Runs a PM4 queue for at most `budget` packets: from the read pointer (a dword offset in the
+/// ring) up to the write pointer modulo the ring size.
 pub(crate) fn run(
     q: &SimQueue,
     cp: &Cp,
@@ -294,21 +328,28 @@ pub(crate) fn run(
     };
     let words = ring.u32s();
     let size = regs.ring_size / 4;
+    if size == 0 {
+        return (Step::Idle, 0);
+    }
     let mut n = 0u64;
     let quiet = |n: u64, s: Step| if n > 0 { Step::Progress } else { s };
     while (n as usize) < budget {
-        let r = rptr.load(Ordering::Relaxed);
-        let w = wptr.load(Ordering::Acquire);
+        // The read pointer is shared memory: whatever it holds is taken modulo the ring.
+        let r = rptr.load(Ordering::Relaxed) % size;
+        let w = wptr.load(Ordering::Acquire) % size;
         if r == w {
             return (quiet(n, Step::Idle), n);
         }
-        let dw = |i: u64| {
-            words.get((r.wrapping_add(i) % size) as usize).map(|d| d.load(Ordering::Relaxed))
-        };
-        let at = regs.ring_address.wrapping_add((r % size) * 4);
-        match packet(q, cp, &dw, w.wrapping_sub(r), 0, exec, at) {
+        let pending = (w + size - r) % size;
+        let dw = |i: u64| words.get(((r + i) % size) as usize).map(|d| d.load(Ordering::Relaxed));
+        let at = regs.ring_address.wrapping_add(r * 4);
+        let mut irq = None;
+        match packet(q, cp, &dw, pending, 0, exec, at, &mut irq) {
             Ok(Run::Done(len)) => {
-                rptr.store(r.wrapping_add(len), Ordering::Release);
+                rptr.store((r + len) % size, Ordering::Release);
+                if let Some(ctx) = irq {
+                    cp.events.signal_event(ctx);
+                }
                 n += 1;
             }
             Ok(Run::Blocked) => return (quiet(n, Step::Blocked), n),

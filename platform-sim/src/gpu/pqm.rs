@@ -73,6 +73,17 @@ pub(crate) struct GpuFacts {
     pub(crate) doorbell_size: u64,
 }
 
+/// The SDMA engines (PCIe, XGMI) and queues per engine of a GPU whose topology predates the
+/// `num_sdma_*` keys (amdkfd before Linux 5.x did not print them; the hardware had them): the
+/// values of amdkfd's `kfd_device_info` for the ASIC — Vega 10 (gfx900): 2 engines of 2 queues
+/// (`vega10_device_info`). Other ASICs: none known here.
+const fn legacy_sdma(gfx_target: u32) -> (u32, u32, u32) {
+    match gfx_target {
+        90000 => (2, 0, 2),
+        _ => (0, 0, 0),
+    }
+}
+
 const fn align(v: u64, a: u64) -> u64 {
     v.div_ceil(a) * a
 }
@@ -111,13 +122,14 @@ impl GpuFacts {
                 let p = n.properties();
                 let gfxv = n.gfx().map_or(0, |g| g.target_version());
                 let num_xcc = p.num_xcc().unwrap_or(1).max(1);
+                let legacy = legacy_sdma(gfxv);
                 let mut f = GpuFacts {
                     gpu_id,
                     gfx_target: gfxv,
                     num_xcc,
-                    sdma_engines: p.num_sdma_engines().unwrap_or(0),
-                    xgmi_engines: p.num_sdma_xgmi_engines().unwrap_or(0),
-                    sdma_queues_per_engine: p.num_sdma_queues_per_engine().unwrap_or(0),
+                    sdma_engines: p.num_sdma_engines().unwrap_or(legacy.0),
+                    xgmi_engines: p.num_sdma_xgmi_engines().unwrap_or(legacy.1),
+                    sdma_queues_per_engine: p.num_sdma_queues_per_engine().unwrap_or(legacy.2),
                     gws: p.num_gws().unwrap_or(0),
                     eop_size: 0,
                     ctl_stack_size: 0,
@@ -485,12 +497,24 @@ impl GpuModel {
             return Err(Errno::ETIME);
         }
         let size = u64::from(a.ring_size);
-        if a.ring_base_address != 0 {
-            let pin = self
-                .cp
-                .vm
-                .queue_buffer_get(q.gpu_id, a.ring_base_address, size)
-                .map_err(|_| Errno::EFAULT)?;
+        let pin = if a.ring_base_address != 0 {
+            Some(
+                self.cp
+                    .vm
+                    .queue_buffer_get(q.gpu_id, a.ring_base_address, size)
+                    .map_err(|_| Errno::EFAULT)?,
+            )
+        } else {
+            None
+        };
+        let regs = Regs {
+            ring_address: a.ring_base_address,
+            ring_size: size,
+            percentage: a.queue_percentage & 0xFF,
+            priority: a.queue_priority,
+        };
+        q.update(regs, || {
+            let Some(pin) = pin else { return };
             let mut pins = lock(&q.pins);
             // The ring's pin is the third (after the write and read pointers).
             if let Some(old) = pins.get_mut(2) {
@@ -499,12 +523,6 @@ impl GpuModel {
             } else {
                 pins.push(pin);
             }
-        }
-        q.set_regs(Regs {
-            ring_address: a.ring_base_address,
-            ring_size: size,
-            percentage: a.queue_percentage & 0xFF,
-            priority: a.queue_priority,
         });
         Ok(())
     }

@@ -341,3 +341,199 @@ fn hung_queue_waits_for_release_and_memory_faults_stop_it() {
     assert_eq!(m.run_until_idle(), 0, "a queue in error consumes nothing");
     m.stop(0);
 }
+
+/// Records, at each interrupt, the queue's read pointer (the u64 at `ptrs` + 128).
+#[derive(Debug)]
+struct ReadPointerAtInterrupt {
+    ptrs: hsakmt_hostmem::HostMapping,
+    seen: std::sync::Mutex<Vec<(u32, u64)>>,
+}
+
+impl EventHooks for ReadPointerAtInterrupt {
+    fn signal_event(&self, event_id: u32) {
+        let r = self.ptrs.u64s()[16].load(Ordering::Acquire);
+        self.seen.lock().unwrap().push((event_id, r));
+    }
+    fn memory_fault(&self, _gpu_id: u32, _address: u64, _write: bool) {}
+    fn queue_error(&self, _fault: &QueueFault) {}
+}
+
+fn model_with(events: Arc<dyn EventHooks>, vm: Arc<HostVm>) -> GpuModel {
+    let (m, _, _) = model();
+    let facts = m.gpus[0].clone();
+    GpuModel::new(vec![facts], vm, events, CpConfig::new(CpMode::Step, Duration::ZERO))
+}
+
+/// The CP fetched a packet (its read pointer moved) before the packet's end-of-pipe interrupt:
+/// a host woken by a PM4 `RELEASE_MEM` or an SDMA `TRAP` finds the read pointer past it (kfdtest
+/// places its next packet right after the wait, from the read pointer it reads then). PM4's
+/// read pointer is a dword offset in the ring; a one-dword `NOP` (count 0x3FFF) precedes.
+#[test]
+fn interrupts_follow_the_read_pointer() {
+    let vm = Arc::new(HostVm::default());
+    let ptrs = host(&vm, 4096);
+    let hooks = Arc::new(ReadPointerAtInterrupt { ptrs: ptrs.clone(), seen: Default::default() });
+    let m = model_with(hooks.clone(), vm.clone());
+    let ring = host(&vm, 4096);
+    let q = queue(QueueKind::Pm4, &ring, &ptrs);
+    m.start(q.clone());
+    let release =
+        |ctx: u32| [(3 << 30) | (6 << 16) | (PM4_RELEASE_MEM << 8), 0, 2 << 24, 0, 0, 0, 0, ctx];
+    let mut dw = vec![(3 << 30) | (0x3FFF << 16) | (PM4_NOP << 8)];
+    dw.extend(release(7));
+    // INT_SEL 3: the write is confirmed, no interrupt.
+    dw.extend([(3 << 30) | (6 << 16) | (PM4_RELEASE_MEM << 8), 0, 3 << 24, 0, 0, 0, 0, 8]);
+    dw.extend(release(9));
+    // Placed at the ring's last 4 dwords, wrapping: the read pointer ends at dword 21.
+    for (i, v) in dw.iter().enumerate() {
+        ring.u32s()[(1020 + i) % 1024].store(*v, Ordering::Relaxed);
+    }
+    ptrs.u64s()[16].store(1020, Ordering::Relaxed);
+    ptrs.u64s()[7].store(1020 + dw.len() as u64, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 4);
+    assert_eq!(*hooks.seen.lock().unwrap(), vec![(7, 1029 % 1024), (9, (1020 + 25) % 1024)]);
+    assert_eq!(ptrs.u64s()[16].load(Ordering::Acquire), 21);
+    assert!(q.fault().is_none());
+    m.stop(0);
+
+    // SDMA: FENCE then TRAP; the read pointer counts bytes and does not wrap.
+    hooks.seen.lock().unwrap().clear();
+    for w in ptrs.u64s() {
+        w.store(0, Ordering::Relaxed);
+    }
+    let s = queue(QueueKind::Sdma { engine: 0 }, &ring, &ptrs);
+    m.start(s.clone());
+    let fence = ptrs.addr() + 512;
+    let packets = [5, fence as u32, (fence >> 32) as u32, 1, 6, 33];
+    for (i, v) in packets.iter().enumerate() {
+        ring.u32s()[i].store(*v, Ordering::Relaxed);
+    }
+    ptrs.u64s()[7].store(24, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 2);
+    assert_eq!(*hooks.seen.lock().unwrap(), vec![(33, 24)]);
+    m.stop(0);
+}
+
+/// `UPDATE_QUEUE` changes the registers between packets: while the processor runs a queue
+/// (holds its execution state) the update waits, so no packet is consumed under registers the
+/// update already replaced (kfdtest's DisableCpQueueByUpdateWithZeroPercentage).
+#[test]
+fn updates_wait_for_the_packet_at_hand() {
+    let (m, vm, _events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let q = queue(QueueKind::Pm4, &ring, &ptrs);
+    m.start(q.clone());
+    let busy = q.exec.lock().unwrap();
+    let mut regs = q.regs();
+    regs.percentage = 0;
+    let updater = {
+        let q = q.clone();
+        std::thread::spawn(move || q.update(regs, || {}))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(q.regs().percentage, 100, "changed while the processor was inside a run");
+    drop(busy);
+    updater.join().unwrap();
+    assert_eq!(q.regs().percentage, 0);
+    assert!(!q.is_active());
+    m.stop(0);
+}
+
+/// A doorbell written with a plain store to the doorbell page (not through the mapping's
+/// doorbell call) is found by polling: in step mode every round of `run_until_idle` looks at
+/// each queue's slot, so an AQL queue runs up to the index stored there.
+#[test]
+fn plain_doorbell_stores_are_polled() {
+    let (m, vm, _events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let mem = host(&vm, 4096);
+    let page = host(&vm, 8192);
+    let doorbells = m.doorbells(1).unwrap();
+    doorbells.set_page(page.clone());
+    for slot in 0..64 {
+        ring.u32s()[slot * 16].store(1, Ordering::Relaxed);
+    }
+    let q = Arc::new(SimQueue::new(
+        0,
+        1,
+        QueueKind::Aql,
+        3,
+        (ptrs.addr() + 128, ptrs.addr() + 56),
+        0,
+        90402,
+        Regs { ring_address: ring.addr(), ring_size: 4096, percentage: 100, priority: 7 },
+        Vec::new(),
+    ));
+    m.start(q.clone());
+    let done = Signal::new(&mem, 0).unwrap();
+    done.init(&SignalInit::User { value: 3, mailbox: None });
+    let barrier = |i: usize| {
+        let b = Barrier {
+            flags: HeaderFlags::SYSTEM,
+            dep_signals: [0; 5],
+            completion_signal: done.handle(),
+        };
+        let w = AqlPacket::BarrierAnd(b).to_words().unwrap();
+        ring.u32s()[i * 16 + 1].store(w.dw[1], Ordering::Relaxed);
+        for (k, v) in w.qw.iter().enumerate() {
+            ring.u64s()[i * 8 + 1 + k].store(*v, Ordering::Relaxed);
+        }
+        ring.u32s()[i * 16].store(w.dw[0], Ordering::Release);
+    };
+    barrier(0);
+    barrier(1);
+    // Slot 3 of the page holds 0: packet 0 is the last one announced.
+    assert_eq!(m.run_until_idle(), 1);
+    page.u64s()[3].store(1, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 1, "packet 1 announced by a plain store");
+    barrier(2);
+    assert_eq!(m.run_until_idle(), 0, "published, not announced");
+    page.u64s()[3].store(2, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 1);
+    assert_eq!(done.load_acquire(), 0);
+    m.stop(0);
+}
+
+/// Register polls: an HDP flush and a poll whose function is "always" complete at once; any
+/// other register poll stops the queue (the simulator has no registers to read).
+#[test]
+fn sdma_register_polls() {
+    let (m, vm, _events) = model();
+    let ring = host(&vm, 4096);
+    let ptrs = host(&vm, 4096);
+    let q = queue(QueueKind::Sdma { engine: 0 }, &ring, &ptrs);
+    m.start(q.clone());
+    let packets = [
+        // ROCr's hdp_flush_cmd.
+        0x8,
+        0,
+        0x8000_0000,
+        0,
+        0,
+        0,
+        // Linux's HDP flush (hdp_flush, func equal).
+        0x8 | (1 << 26) | (3 << 28),
+        0x5480 << 2,
+        0x5484 << 2,
+        4,
+        4,
+        0x0FFF_000A,
+        // A register poll for equality.
+        0x8 | (3 << 28),
+        0x100,
+        0,
+        1,
+        1,
+        0x0FFF_000A,
+    ];
+    for (i, v) in packets.iter().enumerate() {
+        ring.u32s()[i].store(*v, Ordering::Relaxed);
+    }
+    ptrs.u64s()[7].store(packets.len() as u64 * 4, Ordering::Release);
+    assert_eq!(m.run_until_idle(), 2);
+    let f = q.fault().unwrap();
+    assert_eq!((f.exception, f.packet), (EC_QUEUE_PACKET_UNSUPPORTED, 48));
+    m.stop(0);
+}

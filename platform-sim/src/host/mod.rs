@@ -50,11 +50,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use hsakmt_core::code_object::{AgentTarget, CodeObject};
 use hsakmt_core::device::SignalCondition;
 use hsakmt_core::driver::agent::{MAX_QUEUE_PACKETS, MIN_QUEUE_PACKETS};
 use hsakmt_core::driver::{
-    AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, ClockCounters, Driver,
-    DriverError, DriverId, DriverKind, EventId, QueueId, QueueParams, RegionId, RegionInfo,
+    AgentFeatures, AgentId, AgentInfo, AgentKind, Buffer, Capabilities, ClockCounters, CodeImage,
+    Driver, DriverError, DriverId, DriverKind, EventId, QueueId, QueueParams, RegionId, RegionInfo,
     RegionKind, Regions, SignalId, SystemInfo, Waited,
 };
 use hsakmt_core::error::ErrorKind;
@@ -81,6 +82,8 @@ use queue::{DOORBELL_BYTES, DmaEngine, HostHooks, HostQueue, processor_priority}
 pub const MAX_HOST_QUEUES: usize = 64;
 /// How long a signal wait spins before it sleeps, in ns.
 pub const HOST_SPIN_NS: u64 = 20_000;
+/// The longest sleep of an idle host queue processor between two looks at its doorbell.
+const HOST_DOORBELL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// `CLOCK_MONOTONIC` in ns: the CPU and system counters of a node without a GPU.
 fn monotonic_ns() -> u64 {
@@ -199,6 +202,9 @@ impl HostDriver {
         let config = CpConfig {
             mode: CpMode::Threaded,
             idle_spin: crate::DEFAULT_CP_IDLE_SPIN,
+            // Host queues are rung through the doorbell mapping (core's producers), which wakes
+            // the processor: the poll is only a fallback.
+            doorbell_poll: HOST_DOORBELL_POLL,
             kernels: kernels.clone(),
             vendor_packets: false,
         };
@@ -431,6 +437,7 @@ impl Driver for HostDriver {
             return Ok(());
         }
         st.agents = agents;
+        sink.set_page(page.clone());
         st.doorbells = Some(SimMapping::doorbell(page, sink));
         st.initialized = true;
         Ok(())
@@ -535,6 +542,18 @@ impl Driver for HostDriver {
 
     fn free(&self, addr: u64) -> Result<(), DriverError> {
         self.ready_mut()?.buffers.free(&self.vm, addr)
+    }
+
+    fn agent_target(&self, _agent: AgentId) -> Result<AgentTarget, DriverError> {
+        Err(DriverError::NotSupported("code objects (CPU agents run registered host kernels)"))
+    }
+
+    fn load_code_object(
+        &self,
+        _object: &CodeObject<'_>,
+        _agents: &[AgentId],
+    ) -> Result<CodeImage, DriverError> {
+        Err(DriverError::NotSupported("code objects (CPU agents run registered host kernels)"))
     }
 
     fn write(&self, addr: u64, src: &[u8]) -> Result<(), DriverError> {
@@ -692,7 +711,7 @@ impl Driver for HostDriver {
         let mut regs = q.sim.regs();
         regs.percentage = u32::from(percentage);
         regs.priority = processor_priority(priority)?;
-        q.sim.set_regs(regs);
+        q.sim.update(regs, || {});
         Ok(())
     }
 

@@ -150,7 +150,7 @@ impl SimPlatform {
     ) -> Result<SimMapping, Errno> {
         let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
         let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
-        let sink = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
+        let doorbells = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
         let mapped = lock(&self.kfd.memory).map_kfd(offset, addr);
         let memory = match mapped {
             Ok(m) => m.memory().clone(),
@@ -165,6 +165,8 @@ impl SimPlatform {
                 hsakmt_hostmem::map_anonymous(at, size)?
             }
         };
-        Ok(SimMapping::doorbell(memory, sink))
+        // Plain stores to the page are found there by the processors' doorbell polls.
+        doorbells.set_page(memory.clone());
+        Ok(SimMapping::doorbell(memory, doorbells))
     }
 }

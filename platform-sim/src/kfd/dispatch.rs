@@ -121,13 +121,15 @@ impl KfdModel {
         }
     }
 
-    /// `kfd_ioctl_get_clock_counters`: the GPU counter runs at 100 MHz (the rate amdgpu
-    /// reports for gfx9+ `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the
-    /// monotonic clock in ns, as current kernels give.
+    /// `kfd_ioctl_get_clock_counters`: the GPU counter of the engines' clock
+    /// ([`GpuClock`](crate::gpu::clock::GpuClock), 100 MHz: the rate amdgpu reports for gfx9+
+    /// `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the same clock in ns, as
+    /// current kernels give.
     fn clock_counters(&self, args: &mut kfd_ioctl_get_clock_counters_args) -> Result<(), Errno> {
         self.gpu(args.gpu_id)?;
-        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        args.gpu_clock_counter = ns / 10;
+        let clock = self.gpu.cp.clock;
+        let ns = clock.nanos();
+        args.gpu_clock_counter = clock.counter();
         args.cpu_clock_counter = ns;
         args.system_clock_counter = ns;
         args.system_clock_freq = 1_000_000_000;

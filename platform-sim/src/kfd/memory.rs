@@ -608,7 +608,10 @@ impl Memory {
     }
 
     /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it: the range must lie inside one
-    /// buffer mapped on that GPU.
+    /// buffer mapped on that GPU. A doorbell or MMIO-remap buffer mapped on the GPU is its page:
+    /// a GPU write to a doorbell lands where the processors' doorbell polls look (kfdtest's
+    /// GPUDoorbellWrite rings a queue from another queue), one to the MMIO page's HDP flush
+    /// register has nothing to flush in host memory (kfdtest's DeviceHdpFlush).
     pub(crate) fn resolve(
         &mut self,
         gpu_id: u32,
@@ -618,7 +621,7 @@ impl Memory {
         let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
         let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
-        if end > start.saturating_add(bo.size) || !bo.mapped.contains(&gpu_id) || bo.is_special() {
+        if end > start.saturating_add(bo.size) || !bo.mapped.contains(&gpu_id) {
             return Err(Errno::EFAULT);
         }
         let offset = va - start;

@@ -165,7 +165,6 @@ pub(crate) struct KfdModel {
     secondary: AtomicBool,
     pub(crate) privileges: Privileges,
     pub(crate) profiler: Mutex<misc::Profiler>,
-    epoch: std::time::Instant,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -246,7 +245,6 @@ impl KfdModel {
             secondary: AtomicBool::new(false),
             privileges,
             profiler: Mutex::new(misc::Profiler::default()),
-            epoch: std::time::Instant::now(),
         }
     }
 

@@ -85,13 +85,42 @@ pub(crate) const CAPACITY_EXCEPTIONS: &[(&str, &str, &str)] = &[
         "MAX_COMPUTE_RING_SIZE",
         "the largest compute ring CP_HQD_PQ_CONTROL.QUEUE_SIZE encodes",
     ),
-    ("core/src/queue/sdma.rs", "MAX_PACKET_DWORDS", "the longest SDMA packet of the format"),
+    (
+        "core/src/queue/sdma/packet.rs",
+        "MAX_PACKET_DWORDS",
+        "the longest fixed part of an SDMA packet of the format (COPY_LINEAR_RECT)",
+    ),
+    (
+        "core/src/queue/sdma/packet.rs",
+        "MAX_WRITE_DWORDS",
+        "the SDMA WRITE packet's 20-bit count field",
+    ),
     (
         "core/src/topology/gfx.rs",
         "MAX_MAJOR",
         "the largest gfx major version: six bits in ROCr's ISA names (HSA_OVERRIDE_GFX_VERSION)",
     ),
     ("core/src/queue/sdma.rs", "MAX_NOP_DWORDS", "the SDMA NOP packet's count field"),
+    (
+        "core/src/queue/amd_queue.rs",
+        "MAX_CU_ID_OFFSET",
+        "not a capacity: the byte offset of amd_queue_t's max_cu_id field",
+    ),
+    (
+        "core/src/queue/amd_queue.rs",
+        "MAX_WAVE_ID_OFFSET",
+        "not a capacity: the byte offset of amd_queue_t's max_wave_id field",
+    ),
+    (
+        "core/src/queue/scratch.rs",
+        "MAX_PRIVATE_SEGMENT_SIZE",
+        "ROCr's largest private segment per work-item (the runtime's limit, not this library's)",
+    ),
+    (
+        "core/src/queue/scratch.rs",
+        "MAX_SCRATCH_PER_XCC",
+        "the most scratch one XCC addresses: the scratch V#'s 32-bit NUM_RECORDS",
+    ),
     ("core/src/queue/sdma.rs", "MAX_FILL_BYTES", "the SDMA constant-fill packet's count field"),
     (
         "core/src/memory/aperture.rs",

@@ -54,10 +54,17 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     fn plan_map(
         &mut self,
         addr: u64,
+        size: u64,
         nodes: MapNodes<'_>,
     ) -> Result<(MemoryHandle, MapStep), memory::Error> {
         let requested = self.requested_nodes(nodes)?;
-        let h = self.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
+        // Registered user memory is named by its CPU start and size when the caller gives one
+        // (libhsakmt's `vm_find_object_by_userptr`): the same start registered with two sizes
+        // is two registrations.
+        let exact = (size != 0).then(|| self.objects.find_userptr(addr, size)).flatten();
+        let h = exact
+            .or_else(|| self.find_named(addr))
+            .ok_or(memory::Error::UnknownAddress { addr })?;
         let (all, handle_window) = (self.gpus, self.is_handle_address(addr));
         let default_peers = {
             let o = self.objects.get(h)?;
@@ -138,8 +145,24 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// [`Error::Ioctl`] (the object's mappings are then unchanged); [`Error::NotOpened`] /
     /// [`Error::ForkedChild`].
     pub fn map_memory_to_gpu(&self, addr: u64, nodes: MapNodes<'_>) -> Result<u64, Error> {
+        self.map_memory_to_gpu_sized(addr, 0, nodes)
+    }
+
+    /// As [`Kfd::map_memory_to_gpu`], with the size the caller names (`hsaKmtMapMemoryToGPU`
+    /// takes one): user memory registered more than once at the same CPU address with
+    /// different sizes is told apart by it, as libhsakmt does; 0 names what
+    /// [`Kfd::map_memory_to_gpu`] names.
+    ///
+    /// # Errors
+    /// As [`Kfd::map_memory_to_gpu`].
+    pub fn map_memory_to_gpu_sized(
+        &self,
+        addr: u64,
+        size: u64,
+        nodes: MapNodes<'_>,
+    ) -> Result<u64, Error> {
         self.check_open()?;
-        let (h, step) = self.memory.lock().plan_map(addr, nodes)?;
+        let (h, step) = self.memory.lock().plan_map(addr, size, nodes)?;
         match step {
             MapStep::Done(va) => Ok(va),
             MapStep::Scratch { gpu_va, size, gpu_id, node } => {

@@ -605,14 +605,22 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     }
 
     /// The object a map/unmap/free/user-data call names: the object starting at `addr` (its
-    /// GPU address), else the registered user memory starting at CPU address `addr`.
+    /// GPU address), else the registered user memory starting at CPU address `addr`, else the
+    /// registered user memory whose GPU address `addr` is — its page start plus the user
+    /// pointer's offset in its page, as registration returned it (libhsakmt's `vm_find_object`).
     pub(crate) fn find_named(&self, addr: u64) -> Option<MemoryHandle> {
         if let Some(h) = self.objects.find_exact(addr) {
             return Some(h);
         }
-        let h = self.objects.find_userptr_containing(addr)?;
-        let o = self.objects.get(h).ok()?;
-        (o.userptr()?.addr == addr).then_some(h)
+        if let Some(h) = self.objects.find_userptr_containing(addr)
+            && self.objects.get(h).ok()?.userptr().is_some_and(|u| u.addr == addr)
+        {
+            return Some(h);
+        }
+        let offset = addr & (PAGE_SIZE - 1);
+        let h = self.objects.find_exact(addr & !(PAGE_SIZE - 1))?;
+        let user = self.objects.get(h).ok()?.userptr()?;
+        (user.addr & (PAGE_SIZE - 1) == offset).then_some(h)
     }
 
     /// The object whose GPU range contains `addr`, else the registered user memory whose CPU

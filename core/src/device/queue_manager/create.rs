@@ -31,8 +31,10 @@ pub(super) struct NodeFacts {
     pub(super) index: usize,
     pub(super) gpu_id: u32,
     pub(super) queue: QueueNodeFacts,
-    pub(super) sdma_engines: u32,
-    pub(super) xgmi_engines: u32,
+    /// PCIe and XGMI SDMA engines as the topology reports them (`None`: a kernel too old to
+    /// print `num_sdma_engines` / `num_sdma_xgmi_engines`; the kernel knows its engines).
+    pub(super) sdma_engines: Option<u32>,
+    pub(super) xgmi_engines: Option<u32>,
     pub(super) gws: u32,
 }
 
@@ -79,8 +81,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 index: v.index(),
                 gpu_id,
                 queue: QueueNodeFacts::from_properties(g, p),
-                sdma_engines: p.num_sdma_engines().unwrap_or(0),
-                xgmi_engines: p.num_sdma_xgmi_engines().unwrap_or(0),
+                sdma_engines: p.num_sdma_engines(),
+                xgmi_engines: p.num_sdma_xgmi_engines(),
                 gws: p.num_gws().unwrap_or(0),
             })
         })?
@@ -94,15 +96,17 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                     return Err(QueueError::NoEngine { node, engine: Engine::Compute });
                 }
             }
-            QueueType::Sdma if f.sdma_engines == 0 => {
+            QueueType::Sdma if f.sdma_engines == Some(0) => {
                 return Err(QueueError::NoEngine { node, engine: Engine::Sdma });
             }
-            QueueType::SdmaXgmi if f.xgmi_engines == 0 => {
+            QueueType::SdmaXgmi if f.xgmi_engines == Some(0) => {
                 return Err(QueueError::NoEngine { node, engine: Engine::SdmaXgmi });
             }
             QueueType::SdmaEngine(id) => {
                 self.require_minor("SDMA queues on a chosen engine", 17)?;
-                let engines = f.sdma_engines.saturating_add(f.xgmi_engines);
+                // KFD 1.17 prints both counts.
+                let engines =
+                    f.sdma_engines.unwrap_or(0).saturating_add(f.xgmi_engines.unwrap_or(0));
                 if id >= engines {
                     return Err(QueueError::InvalidEngineId { engine_id: id, engines });
                 }
@@ -119,7 +123,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// # Errors
     /// [`QueueError::InvalidNode`], [`QueueError::NotAGpu`] for a CPU node,
     /// [`QueueError::NoEngine`] / [`QueueError::InvalidEngineId`] for SDMA engines the node
-    /// lacks, [`QueueError::Param`] for a bad ring, [`QueueError::InvalidPercentage`],
+    /// reports it lacks (a topology without the engine counts leaves it to the kernel, as
+    /// libhsakmt does), [`QueueError::Param`] for a bad ring, [`QueueError::InvalidPercentage`],
     /// [`QueueError::RingOutsideMapping`], [`QueueError::TooManyQueues`],
     /// [`QueueError::Memory`] when a buffer or the doorbell page cannot be had,
     /// [`QueueError::Device`] for a closed device, an old kernel (`SdmaEngine` needs KFD 1.17)

@@ -236,8 +236,10 @@ impl<M: SharedMemory> SingleAqlQueue<M> {
     }
 }
 
-/// The producer of a PM4 (compute) queue: a dword ring whose read and write pointers count
-/// dwords; packets may wrap around the ring's end. The caller builds the PM4 packets.
+/// The producer of a PM4 (compute) queue: a dword ring; packets may wrap around the ring's end.
+/// The write pointer counts dwords (64-bit, monotonic); the read pointer the CP reports is the
+/// dword offset in the ring (`CP_HQD_PQ_RPTR`, wrapping at the ring's end). The caller builds
+/// the PM4 packets.
 ///
 /// # Invariants
 /// One producer per PM4 queue; it alone writes the ring and the write pointer.
@@ -304,10 +306,24 @@ impl<M: SharedMemory> Pm4Queue<M> {
         self.wptr
     }
 
-    /// The read pointer in dwords (how far the CP has consumed).
+    /// The read pointer: the dword offset in the ring where the CP consumes next (it wraps at
+    /// the ring's end).
     #[must_use]
     pub fn rptr(&self) -> u64 {
         self.pointers.u64s().get(self.read_offset / 8).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// Dwords written and not yet consumed by the CP (0: the queue is drained).
+    #[must_use]
+    pub fn pending(&self) -> u64 {
+        // The read pointer comes from shared memory: taken modulo the ring, never a panic.
+        let (Some(r), Some(w)) =
+            (self.rptr().checked_rem(self.size), self.wptr.checked_rem(self.size))
+        else {
+            return 0;
+        };
+        // Bounded: both are below the ring size.
+        w.wrapping_add(self.size).wrapping_sub(r).checked_rem(self.size).unwrap_or(0)
     }
 
     /// Writes `dwords` (whole packets) at the write pointer, waiting (calling `relax`) for
@@ -321,8 +337,7 @@ impl<M: SharedMemory> Pm4Queue<M> {
         if n == 0 || n >= self.size {
             return Err(RingError::InvalidCount { requested: n, capacity: self.size });
         }
-        // The read pointer comes from shared memory: wrapping arithmetic, never a panic.
-        while self.wptr.wrapping_add(n).wrapping_sub(self.rptr()) >= self.size {
+        while self.pending().saturating_add(n) >= self.size {
             relax();
         }
         let words = self.ring.u32s();

@@ -59,7 +59,8 @@ where
             | Capabilities::DMA_COPY
             | Capabilities::REGISTER
             | Capabilities::CU_MASK
-            | Capabilities::CLOCKS;
+            | Capabilities::CLOCKS
+            | Capabilities::CODE_OBJECTS;
         let v = self.kfd.version().unwrap_or(crate::uapi::KfdVersion::new(0, 0));
         if v.supports(crate::uapi::since::SVM) {
             c |= Capabilities::SVM;

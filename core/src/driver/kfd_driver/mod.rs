@@ -17,17 +17,23 @@
 //! The [`Driver`] implementation here delegates each group of calls to one file:
 //! - `discovery`: agents and regions from the topology, and the answers about them;
 //! - `buffers`: memory by region, batches, mapping on agents, dma-buf import;
+//! - `code_objects`: the agents' targets and code objects loaded for them;
 //! - `submission`: AQL queues and the ring cache, queue errors, SDMA copies;
+//! - `queue_scratch`: each queue's `amd_queue_t` fields and scratch memory, grown on demand;
 //! - `signal_pool`: completion signals out of one page pool, each with its event;
 //! - `user_events`: the events the driver's user creates.
 
 mod buffers;
+mod code_objects;
 mod discovery;
+mod queue_scratch;
 mod signal_pool;
 mod submission;
 mod user_events;
 
 use core::fmt;
+
+use crate::code_object::{AgentTarget, CodeObject};
 
 use crate::device::queue_manager::{RingUpdate, SdmaQueue};
 use crate::device::{
@@ -43,8 +49,8 @@ use crate::slot_table::SlotTable;
 
 use super::agent::{AgentId, AgentInfo, DriverId, RegionId};
 use super::api::{
-    Buffer, Capabilities, ClockCounters, Driver, DriverError, EventId, QueueId, QueueParams,
-    Regions, SignalId, SystemInfo, Waited,
+    Buffer, Capabilities, ClockCounters, CodeImage, Driver, DriverError, EventId, QueueId,
+    QueueParams, Regions, SignalId, SystemInfo, Waited,
 };
 use super::policy::DriverKind;
 use signal_pool::SignalPool;
@@ -257,6 +263,18 @@ where
 
     fn free(&self, addr: u64) -> Result<(), DriverError> {
         Ok(self.kfd.free_memory(addr)?)
+    }
+
+    fn agent_target(&self, agent: AgentId) -> Result<AgentTarget, DriverError> {
+        self.target_of(agent)
+    }
+
+    fn load_code_object(
+        &self,
+        object: &CodeObject<'_>,
+        agents: &[AgentId],
+    ) -> Result<CodeImage, DriverError> {
+        self.load_for_agents(object, agents)
     }
 
     fn write(&self, addr: u64, src: &[u8]) -> Result<(), DriverError> {

@@ -14,11 +14,28 @@ use crate::queue::params::QueuePriority;
 use crate::queue::sdma::{PollFunc, SdmaPacket};
 use crate::queue::signal::{Mailbox, VALUE_OFFSET};
 
+use crate::queue::ring::RingError;
+
 use super::MAX_DRIVER_QUEUES;
+use super::queue_scratch::{Admission, QueueScratch};
+
+/// What one attempt to publish a packet came to.
+enum Step {
+    /// Published at this index.
+    Published(u64),
+    /// The ring is full, or the queue's scratch is growing: try again.
+    Retry,
+    /// Grow the queue's scratch to this many bytes per work-item first.
+    Grow(u32),
+}
 
 pub(super) struct LiveQueue<M: SharedMemory> {
     pub(super) handle: QueueHandle,
     pub(super) agent: AgentId,
+    /// The agent's GPU node.
+    pub(super) node: u32,
+    /// Scratch memory and LDS limit (`queue_scratch`).
+    pub(super) scratch: QueueScratch<M>,
     pub(super) producer: AqlQueue<M>,
     pub(super) ring: Allocation<M>,
     pub(super) params: QueueParams,
@@ -95,6 +112,7 @@ where
             }
         };
         let created = self.kfd.create_queue(&desc);
+        let mapping_addr = mapping.addr();
         drop(mapping);
         let info = match created {
             Ok(i) => i,
@@ -111,9 +129,36 @@ where
                 return Err(e.into());
             }
         };
+        let indices = producer.producer().cells().memory().indices.clone();
+        let single = params.producers == crate::driver::Producers::Single;
+        let ring_packets = (mapping_addr, params.packets);
+        let scratch = self
+            .init_queue_descriptor(
+                node,
+                &indices,
+                ring_packets,
+                info.queue_id,
+                single,
+                params.group_segment_size,
+            )
+            .and_then(|mut s| {
+                self.initial_scratch(node, &indices, &mut s, params.private_segment_size)
+                    .map(|()| s)
+            });
+        let scratch = match scratch {
+            Ok(s) => s,
+            Err(e) => {
+                drop(producer);
+                let _ = self.kfd.destroy_queue(info.handle);
+                undo(ring);
+                return Err(e);
+            }
+        };
         let live = LiveQueue {
             handle: info.handle,
             agent,
+            node,
+            scratch,
             producer,
             ring,
             params: *params,
@@ -123,8 +168,10 @@ where
         let mut st = self.state.write();
         match st.queues.insert(live) {
             Ok(key) => Ok(key.into()),
-            Err(LiveQueue { producer, ring, .. }) => {
+            Err(mut live) => {
                 drop(st);
+                self.release_scratch(&mut live);
+                let LiveQueue { producer, ring, .. } = live;
                 drop(producer);
                 let _ = self.kfd.destroy_queue(info.handle);
                 undo(ring);
@@ -134,6 +181,9 @@ where
     }
 
     /// Submits `packets`, spinning (without the lock) while the ring is full ([`Driver::submit`]).
+    /// A kernel dispatch that needs more scratch than the queue holds grows it first
+    /// (`queue_scratch`); one asking for more LDS than the queue allows is refused before
+    /// anything of it is published.
     pub(super) fn submit_packets(
         &self,
         queue: QueueId,
@@ -141,20 +191,43 @@ where
     ) -> Result<u64, DriverError> {
         let mut first = None;
         for p in packets {
-            // A full ring releases the lock between attempts: the lock is never held across
-            // a wait.
+            // A full ring (or a queue whose scratch another thread grows) releases the lock
+            // between attempts: the lock is never held across a wait.
             loop {
-                match self.queue(queue, |q| q.producer.try_submit(p))? {
-                    Ok(i) => {
+                let step = self.queue(queue, |q| -> Result<Step, DriverError> {
+                    Ok(match q.scratch.admit(p)? {
+                        Admission::Ready => match q.producer.try_submit(p) {
+                            Ok(i) => Step::Published(i),
+                            Err(RingError::Full) => Step::Retry,
+                            Err(_) => return Err(DriverError::InvalidArgument("packet")),
+                        },
+                        Admission::Wait => Step::Retry,
+                        Admission::Grow(private) => Step::Grow(private),
+                    })
+                })??;
+                match step {
+                    Step::Published(i) => {
                         first.get_or_insert(i);
                         break;
                     }
-                    Err(crate::queue::ring::RingError::Full) => core::hint::spin_loop(),
-                    Err(_) => return Err(DriverError::InvalidArgument("packet")),
+                    Step::Retry => core::hint::spin_loop(),
+                    Step::Grow(private) => self.grow_scratch(queue, private)?,
                 }
             }
         }
         first.ok_or(DriverError::InvalidArgument("no packets"))
+    }
+
+    /// Publishes one packet without checking it against the queue's scratch (the driver's
+    /// own packets), spinning while the ring is full.
+    pub(super) fn publish(&self, queue: QueueId, p: &PacketWords) -> Result<u64, DriverError> {
+        loop {
+            match self.queue(queue, |q| q.producer.try_submit(p))? {
+                Ok(i) => return Ok(i),
+                Err(RingError::Full) => core::hint::spin_loop(),
+                Err(_) => return Err(DriverError::InvalidArgument("packet")),
+            }
+        }
     }
 
     /// Destroys `queue`, keeping its ring in the cache ([`Driver::destroy_queue`]); a failure
@@ -163,7 +236,9 @@ where
         // Taken out, the queue's slot stays reserved (not reused) while the kernel is asked.
         let key = queue.into();
         let live = self.state.write().queues.take(key).ok_or(DriverError::InvalidHandle)?;
-        let LiveQueue { handle, producer, ring, error_signal, agent, params, .. } = live;
+        let LiveQueue {
+            handle, producer, ring, error_signal, agent, params, node, scratch, ..
+        } = live;
         drop(producer);
         if let Err(e) = self.kfd.destroy_queue(handle) {
             // Put it back: the queue still exists (unless no producer can be had for it any
@@ -171,6 +246,8 @@ where
             let back = self.kfd.aql_queue(handle).ok().map(|producer| LiveQueue {
                 handle,
                 agent,
+                node,
+                scratch,
                 producer,
                 ring,
                 params,
@@ -188,8 +265,10 @@ where
             }
             return Err(e.into());
         }
-        // The queue is gone; its error signal and ring go too, and a failure of either is the
-        // caller's to know (the first one is returned).
+        // The queue is gone; its scratch, error signal and ring go too, and a failure of any
+        // is the caller's to know (the first one is returned).
+        let scratch =
+            scratch.memory.map_or(Ok(()), |m| self.kfd.free(m).map_err(DriverError::from));
         let signal = self.destroy_signal(error_signal);
         let mut st = self.state.write();
         let _ = st.queues.release(key);
@@ -200,7 +279,7 @@ where
                 self.kfd.free(r).map_err(DriverError::from)
             }
         };
-        signal.and(ring)
+        scratch.and(signal).and(ring)
     }
 
     pub(super) fn queue<R>(
@@ -209,6 +288,23 @@ where
         f: impl FnOnce(&LiveQueue<P::Mapping>) -> R,
     ) -> Result<R, DriverError> {
         self.state.read().queues.get(id.into()).map(f).ok_or(DriverError::InvalidHandle)
+    }
+
+    /// The CPU view of `queue`'s `amd_queue_t` (the page holding its indices and the fields
+    /// the packet processor reads; layout in [`crate::queue::amd_queue`]), for inspection.
+    ///
+    /// # Errors
+    /// [`DriverError::InvalidHandle`].
+    pub fn queue_descriptor(&self, queue: QueueId) -> Result<P::Mapping, DriverError> {
+        self.queue(queue, |q| q.producer.producer().cells().memory().indices.clone())
+    }
+
+    /// `queue`'s read and write indices.
+    ///
+    /// # Errors
+    /// [`DriverError::InvalidHandle`].
+    pub fn queue_indices(&self, queue: QueueId) -> Result<(u64, u64), DriverError> {
+        self.queue(queue, |q| (q.producer.read_index(), q.producer.write_index()))
     }
 
     /// Runs the error callbacks of queues that went into error since the last call (a queue

@@ -171,8 +171,9 @@ fn decoder_rejects() {
         Err(SdmaError::ReservedNonZero { dword: 1 })
     );
     assert!(SdmaPacket::decode(SdmaLimits::COUNT30, &[1, 1 << 22, 0, 0, 0, 0, 0]).is_ok());
+    // A register poll with reserved header bit 27 set.
     assert_eq!(
-        SdmaPacket::decode(l, &[8, 0, 0, 0, 0, 0]),
+        SdmaPacket::decode(l, &[8 | 1 << 27, 0, 0, 0, 0, 0]),
         Err(SdmaError::ReservedNonZero { dword: 0 })
     );
 }
