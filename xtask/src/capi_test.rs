@@ -22,7 +22,7 @@ use crate::capi_build::{self, Installed};
 use crate::workspace_root;
 
 /// The test program's sources.
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     "main.c",
     "topology.c",
     "memory.c",

@@ -18,8 +18,8 @@
 //!   [`TopologyCell`](crate::topology::TopologyCell) (`&'static mut Topology`).
 
 mod clock;
-pub mod debug_manager;
 pub mod code_object_manager;
+pub mod debug_manager;
 mod event_manager;
 mod handle_tables;
 pub mod memory_manager;
