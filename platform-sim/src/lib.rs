@@ -54,7 +54,10 @@ pub use gpu::pm4::{
 };
 pub use gpu::vm::MemRange;
 pub use gpu::watch::WatchAccess;
-pub use gpu::{CpMode, DEFAULT_DOORBELL_POLL, IsaCount, QueueFault, QueueState};
+pub use gpu::{
+    CpMode, DEFAULT_DOORBELL_POLL, IsaCount, QueueFault, QueueState, thread_engine_allocations,
+    thread_engine_ns,
+};
 pub use hooks::{AddressWatch, DebugSnapshot};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
@@ -88,6 +91,10 @@ pub struct SimBuilder {
 
 /// How long an idle queue processor keeps polling before it sleeps (threaded mode).
 pub const DEFAULT_CP_IDLE_SPIN: Duration = Duration::from_micros(50);
+
+/// How many of the last raised event ids [`SimPlatform::raised_events`] keeps (a ring
+/// allocated with the device, so raising events allocates nothing).
+pub const RAISED_EVENTS_KEPT: usize = 4096;
 
 impl Default for SimBuilder {
     fn default() -> Self {
@@ -436,7 +443,7 @@ impl SimPlatform {
     }
 
     /// Event ids the command processors raised (mailbox writes, traps, queue-error events),
-    /// in order.
+    /// in order: the last [`RAISED_EVENTS_KEPT`].
     #[must_use]
     pub fn raised_events(&self) -> Vec<u32> {
         self.kfd
@@ -444,7 +451,9 @@ impl SimPlatform {
             .signaled
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+            .iter()
+            .copied()
+            .collect()
     }
 
     /// GPU page faults `(gpu_id, address, write)` the command processors raised.

@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: with no arguments, runs `hsakmt bench --check --json` (release build,
 //! with the C ABI benchmark) and writes `BENCHMARKS.md` — the table of every row with its goals
-//! met or missed, the machine, the date and the command — then fails if a goal was missed.
+//! met or missed, the machine, the date and the command, and the AQL submit paths' instructions
+//! per packet (cachegrind, when `valgrind` is installed) — then fails if a goal was missed.
 //! With arguments, runs `hsakmt bench ARGS` and prints what it prints.
 
 use std::fmt::Write as _;
@@ -33,7 +34,8 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot run hsakmt bench: {e}"))?;
     let doc: Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("hsakmt bench --check --json printed no report ({e})"))?;
-    let text = render(&doc, &started, &machine());
+    let mut text = render(&doc, &started, &machine());
+    text.push_str(&instructions_section(&instructions()));
     let path = workspace_root().join(OUTPUT);
     std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("wrote {}", path.display());
@@ -42,6 +44,75 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     } else {
         Err(format!("goals missed (see {OUTPUT}): {}", out.status))
     }
+}
+
+/// The AQL submit paths `hsakmt bench --submit-only` takes, with the rows they belong to.
+const SUBMIT_PATHS: [(&str, &str); 3] = [
+    ("1p", "queue.aql_submit.1p"),
+    ("1p.mp", "queue.aql_submit.1p.mp"),
+    ("floor", "the floor of queue.aql_submit.1p"),
+];
+/// The two packet counts whose instruction counts are subtracted.
+const PACKETS: (u64, u64) = (1024, 2048);
+
+/// Instructions per packet of each submit path, from cachegrind: the release `hsakmt` (built
+/// by the bench run) submits [`PACKETS`]`.0` and then `.1` packets, and the difference of the
+/// two runs' counts, over the difference of packets, is the path's own (setup cancels).
+/// `Err` says why there are no counts (no valgrind, a failed run).
+fn instructions() -> Result<Vec<(&'static str, f64)>, String> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), std::path::PathBuf::from);
+    let hsakmt = target.join("release").join("hsakmt");
+    let count = |path: &str, packets: u64| -> Result<u64, String> {
+        let out = Command::new("valgrind")
+            .args(["--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"])
+            .arg(&hsakmt)
+            .args(["bench", "--submit-only", path, "--packets", &packets.to_string()])
+            .output()
+            .map_err(|e| format!("valgrind could not be run ({e}); install it to count"))?;
+        let text = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("cachegrind of `{path}` failed: {}", text.trim()));
+        }
+        instruction_refs(&text).ok_or_else(|| format!("cachegrind of `{path}` reported no count"))
+    };
+    SUBMIT_PATHS
+        .iter()
+        .map(|(path, row)| {
+            let (a, b) = (count(path, PACKETS.0)?, count(path, PACKETS.1)?);
+            Ok((*row, b.saturating_sub(a) as f64 / (PACKETS.1 - PACKETS.0) as f64))
+        })
+        .collect()
+}
+
+/// The `I refs` total of cachegrind's summary (`==1== I   refs:      1,121,148`).
+fn instruction_refs(stderr: &str) -> Option<u64> {
+    let line = stderr.lines().find(|l| l.contains("I   refs:") || l.contains("I refs:"))?;
+    let digits: String = line.rsplit(':').next()?.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Markdown of the instruction counts, or of why there are none.
+fn instructions_section(counts: &Result<Vec<(&str, f64)>, String>) -> String {
+    let mut s = String::from(
+        "\n## Instructions per packet\n\nUser-mode instructions per NOP packet (valgrind \
+         cachegrind, exact and the same on a loaded machine): `hsakmt bench --submit-only PATH \
+         --packets N` run for two counts, the difference divided by the packets.\n\n",
+    );
+    match counts {
+        Err(why) => {
+            let _ = writeln!(s, "Not measured: {why}.");
+        }
+        Ok(rows) => {
+            let floor = rows.last().map_or(f64::NAN, |r| r.1);
+            let _ = writeln!(s, "| path | instructions per packet | ratio to the floor |");
+            let _ = writeln!(s, "|---|---:|---:|");
+            for (name, per) in rows {
+                let _ = writeln!(s, "| `{name}` | {per:.1} | {:.2} |", per / floor);
+            }
+        }
+    }
+    s
 }
 
 /// The first line a program prints, or `unknown`.
@@ -178,5 +249,16 @@ mod tests {
         assert!(t.contains("| `queue.copy` | 1.500e9 B/s |"), "{t}");
         assert!(t.contains("1 goals: 1 met, 0 missed, 0 invalid — passed."), "{t}");
         assert!(t.contains("2026-01-01 00:00 UTC") && t.contains("a machine"));
+    }
+
+    #[test]
+    fn instruction_counts_come_from_cachegrinds_summary() {
+        let stderr = "==7== Cachegrind\n==7== \n==7== I   refs:      1,121,148\n";
+        assert_eq!(instruction_refs(stderr), Some(1_121_148));
+        assert_eq!(instruction_refs("==7== no summary"), None);
+        let s = instructions_section(&Ok(vec![("queue.x", 160.0), ("floor", 40.0)]));
+        assert!(s.contains("| `queue.x` | 160.0 | 4.00 |"), "{s}");
+        let s = instructions_section(&Err("valgrind could not be run".into()));
+        assert!(s.contains("Not measured: valgrind could not be run."), "{s}");
     }
 }

@@ -11,6 +11,7 @@ mod kernels;
 mod memory;
 mod mixed;
 mod queue;
+mod run_step;
 mod stats;
 mod submit;
 mod topology;
@@ -39,6 +40,9 @@ pub(crate) enum Group {
     /// Event set-to-wake latency and wait-any over the simulator vs a condition-variable
     /// handoff; query cost.
     Event,
+    /// `hsakmt run --step`: the library's own time per iteration of the control loop, the
+    /// simulated engines stepped on the loop thread and their work left out.
+    Run,
     /// The C ABI (hsakmt-capi's exported functions, called in-process) against the Rust
     /// facade on the same calls (needs the `capi-bench` feature, which `cargo xtask bench`
     /// turns on).
@@ -66,6 +70,14 @@ pub(crate) struct BenchArgs {
     /// goals are reported but not enforced (nor re-measured); count goals are.
     #[arg(long, conflicts_with = "scale")]
     quick: bool,
+    /// Submits `--packets` NOP packets through one AQL submit path (`1p`, `1p.mp` or `floor`)
+    /// over plain memory and exits, untimed: what `cargo xtask bench` runs under cachegrind
+    /// twice, with two counts, for instructions per packet.
+    #[arg(long, hide = true, value_name = "PATH")]
+    submit_only: Option<String>,
+    /// Packets for `--submit-only` (at most the ring's slots).
+    #[arg(long, hide = true, default_value_t = 1024, requires = "submit_only")]
+    packets: u64,
 }
 
 /// How many times `--check` measures a row at most.
@@ -192,6 +204,7 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
             Group::Queue => queue::run(scale)?,
             Group::Kernels => kernels::run(scale)?,
             Group::Event => event::run(scale)?,
+            Group::Run => run_step::run(scale)?,
             #[cfg(feature = "capi-bench")]
             Group::Capi => capi::run(scale)?,
             #[cfg(not(feature = "capi-bench"))]
@@ -208,9 +221,18 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
 }
 
 pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
+    if let Some(path) = &args.submit_only {
+        return Ok(submit::submit_only(path, args.packets)?);
+    }
     let groups = if args.groups.is_empty() {
-        let mut all =
-            vec![Group::Topology, Group::Memory, Group::Event, Group::Queue, Group::Kernels];
+        let mut all = vec![
+            Group::Topology,
+            Group::Memory,
+            Group::Event,
+            Group::Queue,
+            Group::Kernels,
+            Group::Run,
+        ];
         if cfg!(feature = "capi-bench") {
             all.push(Group::Capi);
         }

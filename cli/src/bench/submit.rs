@@ -24,8 +24,9 @@
 //! counting global allocator) and — for the driver — the calls it made to the simulated
 //! device (`SimPlatform::device_calls`), the only way core reaches the kernel: goals
 //! `allocations <= 0` and `device_calls <= 0` (no allocation, no system call on the submit
-//! path). Counts are exact on every run, so `--check --quick` enforces them. Instruction
-//! counts per packet are not measured yet.
+//! path). Counts are exact on every run, so `--check --quick` enforces them. Instructions per
+//! packet of `1p`, `1p.mp` and the floor come from cachegrind: `cargo xtask bench` runs
+//! [`submit_only`] under it with two packet counts and divides the difference.
 
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -192,6 +193,40 @@ pub(super) fn rows(scale: f64) -> Result<Vec<Row>, String> {
     );
     rows.push(driver_submit(rounds, &nop)?);
     Ok(rows)
+}
+
+/// Submits `packets` NOP packets through `path` (`1p`: the single producer, `1p.mp`: the
+/// multi-producer path, `floor`: the floor's stores) into a fresh plain ring, untimed and
+/// without draining — nothing else the process does depends on `packets`, so the difference
+/// of two runs' instruction counts is the path's own.
+///
+/// # Errors
+/// An unknown path, more packets than the ring's slots, or a ring that cannot be made.
+pub(crate) fn submit_only(path: &str, packets: u64) -> Result<(), String> {
+    if packets > SLOTS {
+        return Err(format!("--packets {packets}: at most {SLOTS} (the ring is not drained)"));
+    }
+    let nop = AqlPacket::BarrierAnd(AqlBarrier::NOP).to_words().map_err(|e| e.to_string())?;
+    let ring = plain_ring()?;
+    match path {
+        "1p" => {
+            let mut p = SingleProducer::new(ring).map_err(|e| e.to_string())?;
+            (0..packets).try_for_each(|_| p.try_submit(&nop).map(drop)).map_err(|e| e.to_string())
+        }
+        "1p.mp" => {
+            let p = AqlProducer::new(ring).map_err(|e| e.to_string())?;
+            for _ in 0..packets {
+                p.submit(&nop, std::hint::spin_loop);
+            }
+            Ok(())
+        }
+        "floor" => {
+            let floor = Floor { cells: ring, mask: SLOTS - 1 };
+            (0..packets).for_each(|i| floor.put(i, &nop));
+            Ok(())
+        }
+        other => Err(format!("--submit-only {}: 1p, 1p.mp or floor", crate::text::escape(other))),
+    }
 }
 
 fn two_producers(

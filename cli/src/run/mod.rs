@@ -10,6 +10,11 @@
 //! has no code object for, the step is the barrier alone and the block must come back
 //! unchanged — the copy/barrier/signal path. Agents without DMA engines copy with the blit
 //! kernel (`copy_bytes`) the same way.
+//!
+//! `--step` runs the simulator's engines on the loop thread (its on-wait mode, the driver's
+//! signal wait blocking at once) and reports each iteration's time less the engines' work
+//! ([`hsakmt_sim::thread_engine_ns`]): the library's own time, which `hsakmt bench run` holds
+//! to p99.9 ≤ 4 × p50.
 
 mod kernels;
 mod pipeline;
@@ -69,6 +74,12 @@ pub(crate) struct RunArgs {
     /// /dev/kfd's driver, interpreted).
     #[arg(long, requires = "sim")]
     as_kfd: bool,
+    /// Run on the simulator (the default profile unless --sim names one) with its command
+    /// processors and DMA engines stepped on the loop thread, which blocks in the kernel at
+    /// once instead of spinning; reports the library's own time per iteration, the simulated
+    /// engines' work left out.
+    #[arg(long)]
+    step: bool,
 }
 
 impl RunArgs {
@@ -76,17 +87,34 @@ impl RunArgs {
     fn sim_kind(&self) -> DriverKind {
         if self.as_kfd { DriverKind::Kfd } else { DriverKind::Sim }
     }
+
+    /// Whether the run is on the simulator by request (`--sim` or `--step`).
+    fn simulated(&self) -> bool {
+        self.sim.is_some() || self.step
+    }
 }
 
-#[derive(Debug, Serialize)]
-struct LatencyNs {
-    p50: f64,
-    p99: f64,
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct LatencyNs {
+    pub(crate) p50: f64,
+    pub(crate) p99: f64,
     #[serde(rename = "p99.9")]
-    p99_9: f64,
-    max: f64,
+    pub(crate) p99_9: f64,
+    pub(crate) max: f64,
     /// The percentiles' bound on relative error (the maximum is exact).
     relative_error: f64,
+}
+
+impl LatencyNs {
+    fn of(h: &Histogram) -> Self {
+        LatencyNs {
+            p50: h.percentile(50.0),
+            p99: h.percentile(99.0),
+            p99_9: h.percentile(99.9),
+            max: h.max() as f64,
+            relative_error: crate::histogram::RELATIVE_ERROR,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -100,6 +128,10 @@ struct Report {
     agents: Vec<String>,
     compute: String,
     latency_ns: LatencyNs,
+    /// With `--step`: each iteration's time less the simulated engines' work on the loop
+    /// thread — the library's (and the tool's) own time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    library_time_ns: Option<LatencyNs>,
     throughput_per_s: f64,
     heap_allocations_per_iteration: Allocations,
     /// Calls the library made to the simulated device per iteration (the system calls it
@@ -117,7 +149,8 @@ struct Report {
 #[derive(Debug, Serialize, Clone, Copy, Default)]
 struct Allocations {
     /// Made by the library and this tool on the loop threads, after each thread's warm-up
-    /// (the loop threads' allocations less those the simulated kernel made in their ioctls).
+    /// (the loop threads' allocations less the simulated kernel's in their ioctls and the
+    /// simulated engines' run on them).
     library_steady_state: f64,
     /// Made by the simulated kernel inside the loop threads' ioctls, after the warm-up.
     simulated_kernel_steady_state: f64,
@@ -129,17 +162,26 @@ struct Allocations {
 const WARM_ITERATIONS: u64 = 100;
 
 /// The latency controls the loop asks for, with what came of each.
-fn latency_controls(cpus: usize, tune: bool) -> Vec<String> {
+fn latency_controls(cpus: usize, tune: bool, step: bool) -> Vec<String> {
     let mut out = Vec::new();
+    if step {
+        out.push(
+            "simulated engines stepped on the loop thread (--step): the signal wait blocks at \
+             once"
+                .into(),
+        );
+    }
     match latency::lock_memory() {
         Ok(()) => out.push("memory locked (mlockall)".to_string()),
         Err(e) => out.push(format!("memory not locked: {e} (raise the memlock limit)")),
     }
     if !tune {
-        out.push(
+        out.push(if step {
+            "threads not pinned, not realtime (a simulated device)".into()
+        } else {
             "threads not pinned, not realtime: the device's engines are threads on these CPUs"
-                .into(),
-        );
+                .into()
+        });
         return out;
     }
     let mut allowed = [0usize; 256];
@@ -172,7 +214,41 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
         return crate::profiles::print();
     }
     let plan = Plan::new(args)?;
-    detect_and_run(args, &plan)
+    let (report, failures) = detect_and_run(args, &plan)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        crate::output::emit(&format!("{text}\n"))?;
+    } else {
+        print_report(&report)?;
+    }
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
+}
+
+/// What `hsakmt run --step` measures, for the benchmark table: the library's own time per
+/// iteration, the whole iteration's, and the steady state's heap allocations per iteration
+/// (the library's and the simulated kernel's), over `iterations` on the default profile.
+///
+/// # Errors
+/// Whatever fails the run, as its message.
+pub(crate) fn step_library_time(iterations: u64) -> Result<(LatencyNs, LatencyNs, f64), Failure> {
+    let args = RunArgs {
+        sim: None,
+        iterations,
+        gpus: "1".into(),
+        block: 4096,
+        json: true,
+        inject: Vec::new(),
+        as_kfd: false,
+        step: true,
+    };
+    let plan = Plan::new(&args)?;
+    let (report, failures) = detect_and_run(&args, &plan)?;
+    if !failures.is_empty() {
+        return Err(failures.join("; ").into());
+    }
+    let library = report.library_time_ns.ok_or("the run measured no library time")?;
+    let heap = report.heap_allocations_per_iteration;
+    Ok((library, report.latency_ns, heap.library_steady_state + heap.simulated_kernel_steady_state))
 }
 
 /// A detection failure that the configuration caused (a malformed `HSA_OVERRIDE_GFX_VERSION`):
@@ -186,7 +262,9 @@ fn configuration_error(registry: &Registry<'_>) -> Option<String> {
     })
 }
 
-fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
+/// Runs the loop as `args` and `plan` ask: the report and what failed (wrong results,
+/// teardown, faults that never fired).
+fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(Report, Vec<String>), Failure> {
     let profile_name = args.sim.clone().unwrap_or_else(|| hsakmt_sim::DEFAULT_PROFILE.to_string());
     let profile = Profile::embedded(&profile_name)
         .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
@@ -197,8 +275,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         copy: registry_of_kernels.register("blit_copy", copy_kernel),
     };
     let mut builder = SimPlatform::builder().profile(profile).inherit_env(true);
-    if !plan.faults.is_empty() {
-        // Deterministic ioctl sequences: see `crate::inject`.
+    if !plan.faults.is_empty() || args.step {
+        // Deterministic ioctl sequences (see `crate::inject`); with --step, the engines run on
+        // the thread that waits.
         builder = builder.cp_mode(CpMode::OnWait);
     }
     let sim = builder.build();
@@ -206,15 +285,19 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     let probe = sim.clone();
     let kfd =
         boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
-    let simulated = boxed_driver(args.sim_kind(), DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    let mut simulated = boxed_driver(args.sim_kind(), DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    if args.step {
+        // Only the waiting thread runs the engines: a spin would only wait for itself.
+        simulated.set_wait_spin_ns(0);
+    }
     let host = Box::new(HostDriver::with_kernels(DriverId(2), registry_of_kernels));
 
     let mut registry: Registry<'_> = Registry::new();
-    if args.sim.is_none() {
+    if !args.simulated() {
         let _ = registry.detect(&*kfd);
     }
     let _ = registry.detect(&*simulated);
-    if args.sim.is_none() {
+    if !args.simulated() {
         let _ = registry.detect(&*host);
     }
     let shutdown_all = |registry: &Registry<'_>| {
@@ -230,7 +313,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         return Err(e.into());
     }
     let policy =
-        if args.sim.is_some() { Policy::Explicit(args.sim_kind()) } else { Policy::GpuFirst };
+        if args.simulated() { Policy::Explicit(args.sim_kind()) } else { Policy::GpuFirst };
     let (choice, driver) = match registry.choose(policy, plan.env.map(|k| k.name().as_bytes())) {
         Ok(c) => c,
         Err(e) => {
@@ -318,8 +401,8 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     // Locking memory helps every driver; pinning and realtime priority only help when the
     // device is real: the simulator's and the host driver's engines are threads on the same
     // CPUs, which a spinning realtime loop thread would starve.
-    let tune = choice.kind == DriverKind::Kfd && args.sim.is_none();
-    let mut controls = latency_controls(used.len(), tune);
+    let tune = choice.kind == DriverKind::Kfd && !args.simulated();
+    let mut controls = latency_controls(used.len(), tune, args.step);
     let device_calls = probe.device_calls();
     let (result, mut problems) =
         run_loop(driver, used.iter().map(|a| a.id).collect(), args, compute, tune, &|| {
@@ -331,7 +414,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     }
     problems.extend(shutdown_all(&registry));
     let never = armed.never_fired(&probe);
-    let (latencies, verified, elapsed, rt, allocations, computed_by) = match result {
+    let (latencies, library, verified, elapsed, rt, allocations, computed_by) = match result {
         Ok(r) => r,
         Err(e) => {
             let mut msg = e;
@@ -353,27 +436,16 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
         gpus: used.len(),
         agents: used.iter().map(|a| format!("node {} {}", a.id.node, a.name)).collect(),
         compute: computed_by,
-        latency_ns: LatencyNs {
-            p50: latencies.percentile(50.0),
-            p99: latencies.percentile(99.0),
-            p99_9: latencies.percentile(99.9),
-            max: latencies.max() as f64,
-            relative_error: crate::histogram::RELATIVE_ERROR,
-        },
+        latency_ns: LatencyNs::of(&latencies),
+        library_time_ns: args.step.then(|| LatencyNs::of(&library)),
         throughput_per_s: args.iterations as f64 / elapsed.as_secs_f64(),
         heap_allocations_per_iteration: allocations,
-        device_calls_per_iteration: (choice.kind == args.sim_kind() && args.sim.is_some())
+        device_calls_per_iteration: (choice.kind == args.sim_kind() && args.simulated())
             .then(|| device_calls as f64 / args.iterations.max(1) as f64),
         latency_controls: controls,
         injected_faults: armed.fired(&probe).into_iter().map(str::to_string).collect(),
         teardown_failures: problems.clone(),
     };
-    if args.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        crate::output::emit(&format!("{text}\n"))?;
-    } else {
-        print_report(&report)?;
-    }
     let mut failures = Vec::new();
     if !verified {
         failures.push("some iterations returned a wrong result".to_string());
@@ -384,7 +456,7 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(), Failure> {
     if !never.is_empty() {
         failures.push(format!("an injected fault never fired:{never}"));
     }
-    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
+    Ok((report, failures))
 }
 
 /// Why a simulated queue stopped, when one did: the exception and the wave's fault.
@@ -395,12 +467,20 @@ fn sim_queue_fault(sim: &SimPlatform) -> Option<String> {
     })
 }
 
-/// Latencies, whether every result checked out, the elapsed time, latency-control notes, the
-/// steady state's allocations, and what computed (each agent's, distinct ones joined).
-type LoopResult = (Histogram, bool, Duration, Vec<String>, Allocations, String);
-/// One agent's latencies, whether its results checked out, a latency-control note, and its
-/// steady state's allocations (the thread's, those inside ioctls) and iterations.
-type AgentOutcome = (Histogram, bool, Option<String>, (u64, u64, u64));
+/// Latencies, the library's own times, whether every result checked out, the elapsed time,
+/// latency-control notes, the steady state's allocations, and what computed (each agent's,
+/// distinct ones joined).
+type LoopResult = (Histogram, Histogram, bool, Duration, Vec<String>, Allocations, String);
+/// One agent's latencies and the library's own times (each less the simulated engines' work
+/// on the thread), whether its results checked out, a latency-control note, and its steady
+/// state's allocations (the thread's, those inside ioctls) and iterations.
+type AgentOutcome = (Histogram, Histogram, bool, Option<String>, (u64, u64, u64));
+
+/// The calling thread's heap allocations less the simulated engines' work run on it (with
+/// `--step` or `--inject` they run inside the loop thread's waits).
+fn own_allocations() -> u64 {
+    hsakmt_hostmem::thread_allocations().wrapping_sub(hsakmt_sim::thread_engine_allocations())
+}
 
 /// Runs the loop on `agents`; returns its outcome and, apart, what failed while the pipelines
 /// were released (reported whether the loop succeeded or not). `fault` says why a queue
@@ -441,6 +521,7 @@ fn run_loop(
                 s.spawn(move || {
                     let rt = if tune { pin_and_prioritise(i, threads as usize) } else { None };
                     let mut lat = Histogram::new();
+                    let mut own = Histogram::new();
                     let mut ok = true;
                     let mut input = vec![0u8; args.block as usize];
                     let mut output = vec![0u8; args.block as usize];
@@ -451,10 +532,11 @@ fn run_loop(
                             break;
                         }
                         if k == warm {
-                            steady.0 = hsakmt_hostmem::thread_allocations();
+                            steady.0 = own_allocations();
                             steady.1 = hsakmt_sim::thread_ioctl_allocations();
                         }
                         let n = k * threads + i as u64;
+                        let engines = hsakmt_sim::thread_engine_ns();
                         let t = Instant::now();
                         match p.iterate(n, &mut input, &mut output) {
                             Ok(good) => ok &= good,
@@ -463,15 +545,19 @@ fn run_loop(
                                 return Err(format!("agent node {}: {e}", p.agent.node));
                             }
                         }
-                        lat.record(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        lat.record(ns);
+                        own.record(
+                            ns.saturating_sub(hsakmt_sim::thread_engine_ns().wrapping_sub(engines)),
+                        );
                         done.fetch_add(1, Ordering::Relaxed);
                         if k >= warm {
                             steady.2 += 1;
                         }
                     }
-                    steady.0 = hsakmt_hostmem::thread_allocations().wrapping_sub(steady.0);
+                    steady.0 = own_allocations().wrapping_sub(steady.0);
                     steady.1 = hsakmt_sim::thread_ioctl_allocations().wrapping_sub(steady.1);
-                    Ok((lat, ok, rt, steady))
+                    Ok((lat, own, ok, rt, steady))
                 })
             })
             .collect();
@@ -504,11 +590,12 @@ fn run_loop(
     let process_allocations = crate::allocations().wrapping_sub(process_allocations);
     let released: Vec<String> = pipelines.into_iter().flat_map(Pipeline::release).collect();
     let mut all = Histogram::new();
+    let mut library_time = Histogram::new();
     let mut verified = true;
     let mut rt = Vec::new();
     let (mut library, mut kernel, mut steady_iterations) = (0u64, 0u64, 0u64);
     for o in outcomes {
-        let (lat, ok, note, (thread, in_ioctls, iterations)) = match o {
+        let (lat, own, ok, note, (thread, in_ioctls, iterations)) = match o {
             Ok(o) => o,
             Err(mut e) => {
                 if let Some(why) = &why {
@@ -518,6 +605,7 @@ fn run_loop(
             }
         };
         all.merge(&lat);
+        library_time.merge(&own);
         verified &= ok;
         rt.extend(note);
         library = library.saturating_add(thread.saturating_sub(in_ioctls));
@@ -530,7 +618,7 @@ fn run_loop(
         simulated_kernel_steady_state: kernel as f64 / steady_iterations.max(1) as f64,
         process: process_allocations as f64 / args.iterations.max(1) as f64,
     };
-    (Ok((all, verified, elapsed, rt, allocations, computed_by)), released)
+    (Ok((all, library_time, verified, elapsed, rt, allocations, computed_by)), released)
 }
 
 fn print_report(r: &Report) -> Result<(), Failure> {
@@ -548,6 +636,17 @@ fn print_report(r: &Report) -> Result<(), Failure> {
         us(r.latency_ns.p99_9),
         us(r.latency_ns.max)
     );
+    if let Some(l) = &r.library_time_ns {
+        let _ = writeln!(
+            s,
+            "  library     p50 {}  p99 {}  p99.9 {}  max {}  (each iteration less the \
+             simulated engines' work)",
+            us(l.p50),
+            us(l.p99),
+            us(l.p99_9),
+            us(l.max)
+        );
+    }
     let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
     let h = &r.heap_allocations_per_iteration;
     let _ = writeln!(

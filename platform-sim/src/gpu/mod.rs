@@ -44,6 +44,7 @@ pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
 pub(crate) mod pqm;
+mod recorded;
 pub(crate) mod sdma;
 pub(crate) mod vm;
 pub(crate) mod watch;
@@ -68,9 +69,35 @@ use vm::{GpuVm, MemRange, Pin};
 
 pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
+pub(crate) use recorded::RecordedEvents;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+std::thread_local! {
+    /// Nanoseconds the simulated engines ran on this thread (in `run_until_idle`).
+    static ENGINE_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    /// Heap allocations the simulated engines made on this thread (in `run_until_idle`).
+    static ENGINE_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Heap allocations the simulated engines have made on the calling thread (see
+/// [`thread_engine_ns`]; counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the
+/// global allocator, 0 without one).
+#[must_use]
+pub fn thread_engine_allocations() -> u64 {
+    ENGINE_ALLOCATIONS.try_with(core::cell::Cell::get).unwrap_or(0)
+}
+
+/// Nanoseconds the simulated command processors and DMA engines have run on the calling
+/// thread: in [`CpMode::Step`] and [`CpMode::OnWait`] they run on the thread that calls
+/// [`SimPlatform::run_until_idle`](crate::SimPlatform::run_until_idle) or waits in
+/// `AMDKFD_IOC_WAIT_EVENTS`. What a program subtracts from its own time to see the library's
+/// apart from the simulated device's work.
+#[must_use]
+pub fn thread_engine_ns() -> u64 {
+    ENGINE_NS.try_with(core::cell::Cell::get).unwrap_or(0)
 }
 
 /// How the simulated command processors run.
@@ -212,31 +239,6 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.
     fn gpu_hang(&self, gpu_id: u32) {
         let _ = gpu_id;
-    }
-}
-
-/// The events model until the simulator's event table takes over: records what was raised.
-#[derive(Debug, Default)]
-pub(crate) struct RecordedEvents {
-    pub(crate) signaled: Mutex<Vec<u32>>,
-    pub(crate) memory_faults: Mutex<Vec<(u32, u64, bool)>>,
-    pub(crate) queue_errors: Mutex<Vec<QueueFault>>,
-    /// GPUs reset because a hung queue could not be preempted.
-    pub(crate) resets: Mutex<Vec<u32>>,
-}
-
-impl EventHooks for RecordedEvents {
-    fn signal_event(&self, event_id: u32) {
-        lock(&self.signaled).push(event_id);
-    }
-    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
-        lock(&self.memory_faults).push((gpu_id, address, write));
-    }
-    fn queue_error(&self, fault: &QueueFault) {
-        lock(&self.queue_errors).push(*fault);
-    }
-    fn gpu_hang(&self, gpu_id: u32) {
-        lock(&self.resets).push(gpu_id);
     }
 }
 
@@ -1047,14 +1049,28 @@ impl GpuModel {
     /// interpreter runs until it ends or blocks, or until the dispatches of this call ran
     /// [`IDLE_RUN_INSTRUCTIONS`] instructions (a kernel that never ends).
     pub(crate) fn run_until_idle(&self) -> u64 {
+        let (began, allocations) = (Instant::now(), hsakmt_hostmem::thread_allocations());
+        let total = self.run_queues_until_idle();
+        let ns = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(allocations);
+        let _ = ENGINE_NS.try_with(|c| c.set(c.get().saturating_add(ns)));
+        let _ = ENGINE_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
+        total
+    }
+
+    fn run_queues_until_idle(&self) -> u64 {
         let mut total = 0;
         let start = self.cp.isa_counters.get().instructions;
         let within = || self.cp.isa_counters.get().instructions - start < IDLE_RUN_INSTRUCTIONS;
         loop {
-            let queues: Vec<Arc<SimQueue>> =
-                lock(&self.queues).values().map(|l| l.q.clone()).collect();
             let mut moved = false;
-            for q in queues {
+            // One queue at a time in id order, without a list of them (nothing allocated).
+            let mut after = 0;
+            loop {
+                // (The lock is released before the queue runs.)
+                let next = lock(&self.queues).range(after..).next().map(|(i, l)| (*i, l.q.clone()));
+                let Some((qid, q)) = next else { break };
+                after = qid.saturating_add(1);
                 if let Some(d) = self.doorbells.get(&q.gpu_id) {
                     q.poll_doorbell(d);
                 }
@@ -1069,6 +1085,9 @@ impl GpuModel {
                 let n = q.packets() - before;
                 total += n;
                 moved |= n > 0;
+                if qid == u32::MAX {
+                    break;
+                }
             }
             if !moved {
                 return total;

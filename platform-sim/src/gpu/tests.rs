@@ -168,7 +168,7 @@ fn pm4_release_mem_wait_and_ib() {
     data.u32s()[0].store(1, Ordering::Release);
     assert_eq!(m.run_until_idle(), 3);
     assert_eq!(data.u64s()[1].load(Ordering::Acquire), 0x1_0000_0002);
-    assert_eq!(*events.signaled.lock().unwrap(), vec![21]);
+    assert_eq!(*events.signaled.lock().unwrap(), [21]);
     assert_eq!(ptrs.u64s()[16].load(Ordering::Acquire), packets.len() as u64);
     // An unknown opcode.
     ring.u32s()[packets.len()].store((3 << 30) | (0x77 << 8), Ordering::Relaxed);
@@ -284,7 +284,7 @@ fn aql_barrier_or_ib_and_unsupported() {
     assert_eq!(s(2).load_acquire(), 0);
     crate::mapping::DoorbellSink::rung(&*doorbells, 0, 2);
     assert_eq!(m.run_until_idle(), 1, "the IB ran; the agent dispatch stops the queue");
-    assert_eq!(*events.signaled.lock().unwrap(), vec![5]);
+    assert_eq!(*events.signaled.lock().unwrap(), [5]);
     assert_eq!(q.fault().unwrap().exception, EC_QUEUE_PACKET_UNSUPPORTED);
     assert_eq!(q.fault().unwrap().packet, 2);
     m.stop(0);

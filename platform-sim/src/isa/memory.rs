@@ -6,6 +6,7 @@
 use std::fmt;
 
 use super::limits::LANES;
+use super::wave::active_lanes;
 
 /// A wave touched an address it may not: nothing is mapped there, or the access is misaligned
 /// where the hardware requires alignment (atomics).
@@ -218,10 +219,7 @@ pub trait WaveMemory {
         mask: u64,
         out: &mut [u32; LANES],
     ) -> Result<(), MemFault> {
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             out[l] = self.load_u32(addresses[l])?;
         }
         Ok(())
@@ -237,10 +235,7 @@ pub trait WaveMemory {
         mask: u64,
         values: &[u32; LANES],
     ) -> Result<(), MemFault> {
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             self.store_u32(addresses[l], values[l])?;
         }
         Ok(())
@@ -316,10 +311,7 @@ impl TestMemory {
     /// The region holding every lane's dword, and its base.
     fn lanes_region(&mut self, addresses: &[u64; LANES], mask: u64) -> Option<(u64, &mut Vec<u8>)> {
         let (mut lo, mut hi) = (u64::MAX, 0u64);
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             lo = lo.min(addresses[l]);
             hi = hi.max(addresses[l].checked_add(4)?);
         }
@@ -338,20 +330,14 @@ impl WaveMemory for TestMemory {
         out: &mut [u32; LANES],
     ) -> Result<(), MemFault> {
         if let Some((base, bytes)) = self.lanes_region(addresses, mask) {
-            let mut m = mask;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
+            for l in active_lanes(mask) {
                 let at = (addresses[l] - base) as usize;
                 out[l] =
                     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
             }
             return Ok(());
         }
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             out[l] = self.load_u32(addresses[l])?;
         }
         Ok(())
@@ -364,19 +350,13 @@ impl WaveMemory for TestMemory {
         values: &[u32; LANES],
     ) -> Result<(), MemFault> {
         if let Some((base, bytes)) = self.lanes_region(addresses, mask) {
-            let mut m = mask;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
+            for l in active_lanes(mask) {
                 let at = (addresses[l] - base) as usize;
                 bytes[at..at + 4].copy_from_slice(&values[l].to_le_bytes());
             }
             return Ok(());
         }
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             self.store_u32(addresses[l], values[l])?;
         }
         Ok(())

@@ -11,6 +11,7 @@ use hsakmt_core::platform::SharedMemory;
 
 use super::limits::{LANES, TLB_ENTRIES, TLB_WINDOW};
 use super::memory::{AtomicOp, MemFault, WaveMemory};
+use super::wave::active_lanes;
 use crate::gpu::vm::{GpuVm, MemRange};
 
 /// A GPU's view of the process memory, with a small translation cache.
@@ -69,11 +70,8 @@ impl<'a> VmMemory<'a> {
         }
         let first = addresses[mask.trailing_zeros() as usize];
         let base = first & !(TLB_WINDOW - 1);
-        let mut m = mask;
         let mut ok = true;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             ok &= addresses[l] & !(TLB_WINDOW - 1) == base && addresses[l] & 3 == 0;
         }
         if !ok {
@@ -140,18 +138,12 @@ impl WaveMemory for VmMemory<'_> {
         out: &mut [u32; LANES],
     ) -> Result<(), MemFault> {
         if let Some((words, base)) = self.common_window(addresses, mask) {
-            let mut m = mask;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
+            for l in active_lanes(mask) {
                 out[l] = words[((addresses[l] - base) / 4) as usize].load(Ordering::Relaxed);
             }
             return Ok(());
         }
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             out[l] = self.load_u32(addresses[l])?;
         }
         Ok(())
@@ -164,18 +156,12 @@ impl WaveMemory for VmMemory<'_> {
         values: &[u32; LANES],
     ) -> Result<(), MemFault> {
         if let Some((words, base)) = self.common_window(addresses, mask) {
-            let mut m = mask;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
+            for l in active_lanes(mask) {
                 words[((addresses[l] - base) / 4) as usize].store(values[l], Ordering::Relaxed);
             }
             return Ok(());
         }
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             self.store_u32(addresses[l], values[l])?;
         }
         Ok(())

@@ -492,3 +492,16 @@ pub fn merge(dst: &mut [u32; LANES], src: &[u32; LANES], mask: u64) {
         }
     }
 }
+
+/// The lanes whose bit is set in `mask` (an EXEC mask), lowest first.
+#[inline]
+pub fn active_lanes(mask: u64) -> impl Iterator<Item = usize> {
+    let mut m = mask;
+    core::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            l
+        })
+    })
+}

@@ -26,9 +26,13 @@ impl KfdDevice for SimPlatform {
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         self.count_device_call();
+        // The kernel's own: the engines' work run inside the call (on-wait mode) is not.
+        let engines = crate::gpu::thread_engine_allocations();
         let before = hsakmt_hostmem::thread_allocations();
         let r = self.kfd.ioctl(request);
-        let made = hsakmt_hostmem::thread_allocations().wrapping_sub(before);
+        let made = hsakmt_hostmem::thread_allocations()
+            .wrapping_sub(before)
+            .wrapping_sub(crate::gpu::thread_engine_allocations().wrapping_sub(engines));
         let _ = super::IOCTL_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
         if r == Err(Errno::EBADF)
             && let Some(cache) = &self.stale_pid

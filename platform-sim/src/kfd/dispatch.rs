@@ -27,14 +27,12 @@ impl KfdModel {
         if ioctl_by_nr(request.nr()).is_some_and(|i| i.since_minor > self.version.1) {
             return Err(Errno::ENOTTY);
         }
-        let vms = {
-            let s = lock(&self.session);
-            if !s.open || s.owner != self.pid.get() {
-                return Err(Errno::EBADF);
-            }
-            s.vms.clone()
-        };
-        let vm = |gpu_id: u32| vms.contains_key(&gpu_id);
+        if !self.is_open_by_caller() {
+            return Err(Errno::EBADF);
+        }
+        // Looked up when a handler asks (no copy of the session per call). The session's lock
+        // may be taken under the memory lock, never the other way round.
+        let vm = |gpu_id: u32| self.vm_acquired(gpu_id);
         if let Ioctl::CriuOp(_) = request {
             // Neither CAP_CHECKPOINT_RESTORE nor CAP_SYS_ADMIN: the simulated process is an
             // ordinary one.

@@ -97,6 +97,11 @@ struct State {
     /// `signal_mapped_size`: bytes of the page user space may use.
     mapped_size: u64,
     waits: HashMap<u64, Wait>,
+    /// Finished waits' records, reused (their condition variable and entries), so a wait in
+    /// the steady state allocates nothing.
+    spare: Vec<Wait>,
+    /// Event ids an interrupt or fault is about to set (reused: no allocation per interrupt).
+    to_set: Vec<u32>,
     next_wait: u64,
     /// Threads blocked in a wait now.
     sleeping: usize,
@@ -110,6 +115,8 @@ impl State {
             page: None,
             mapped_size: 0,
             waits: HashMap::new(),
+            spare: Vec::new(),
+            to_set: Vec::new(),
             next_wait: 0,
             sleeping: 0,
         }
@@ -176,6 +183,29 @@ impl State {
         }
         Some(w)
     }
+
+    /// Takes wait `wait` off every queue and keeps its record for the next wait.
+    fn retire_wait(&mut self, wait: u64) {
+        if let Some(w) = self.remove_wait(wait) {
+            self.spare.push(w);
+        }
+    }
+
+    /// Sets every event in `to_set` (filled by the caller; emptied, its capacity kept),
+    /// first writing each one's mailbox idle when `acknowledge`; returns how many.
+    fn set_pending(&mut self, acknowledge: bool) -> usize {
+        let ids = std::mem::take(&mut self.to_set);
+        for id in &ids {
+            if acknowledge && let Some(w) = self.slot_word(*id) {
+                w.store(UNSIGNALED_EVENT_SLOT, Ordering::Release);
+            }
+            self.set(*id);
+        }
+        let n = ids.len();
+        self.to_set = ids;
+        self.to_set.clear();
+        n
+    }
 }
 
 /// The events of the emulated device.
@@ -204,7 +234,8 @@ impl SimEvents {
         }
         // Waiters still blocked keep their records (they find them gone and fail).
         let waits = std::mem::take(&mut s.waits);
-        *s = State { waits, next_wait: s.next_wait, sleeping: s.sleeping, ..State::new() };
+        let spare = std::mem::take(&mut s.spare);
+        *s = State { waits, spare, next_wait: s.next_wait, sleeping: s.sleeping, ..State::new() };
     }
 
     /// Forgets the events of a process this one was forked from, leaking the page's mapping
@@ -339,15 +370,20 @@ impl SimEvents {
         let mut s = self.lock();
         let wait = s.next_wait;
         s.next_wait += 1;
-        let wake = Arc::new(Condvar::new());
-        s.waits
-            .insert(wait, Wait { entries: Vec::with_capacity(events.len()), wake: wake.clone() });
+        let mut record = s
+            .spare
+            .pop()
+            .unwrap_or_else(|| Wait { entries: Vec::new(), wake: Arc::new(Condvar::new()) });
+        record.entries.clear();
+        record.entries.reserve(events.len());
+        let wake = record.wake.clone();
+        s.waits.insert(wait, record);
         // init_event_waiter, per event.
         for (i, data) in events.iter().enumerate() {
             let id = data.event_id;
             let Some(ev) = s.events.get_mut(&id) else {
                 // The events registered so far keep their consumed flags, as in the kernel.
-                s.remove_wait(wait);
+                s.retire_wait(wait);
                 args.wait_result = KFD_IOC_WAIT_RESULT_FAIL;
                 return Err(Errno::EINVAL);
             };
@@ -381,9 +417,6 @@ impl SimEvents {
         }
         let w = s.remove_wait(wait);
         args.wait_result = result;
-        if result == KFD_IOC_WAIT_RESULT_FAIL {
-            return Err(Errno::EIO);
-        }
         if result == KFD_IOC_WAIT_RESULT_COMPLETE {
             // copy_signaled_event_data
             for (e, data) in w.iter().flat_map(|w| &w.entries).zip(events.iter_mut()) {
@@ -399,6 +432,12 @@ impl SimEvents {
                     _ => {}
                 }
             }
+        }
+        if let Some(w) = w {
+            s.spare.push(w);
+        }
+        if result == KFD_IOC_WAIT_RESULT_FAIL {
+            return Err(Errno::EIO);
         }
         Ok(())
     }
@@ -431,41 +470,33 @@ impl SimEvents {
         let pending = |s: &State, id: u32| {
             s.slot_word(id).is_some_and(|w| w.load(Ordering::Acquire) != UNSIGNALED_EVENT_SLOT)
         };
-        let ids: Vec<u32> = match id {
-            Some(id) if pending(&s, id) && s.events.contains_key(&id) => vec![id],
-            _ => s
-                .events
-                .iter()
-                .filter(|(id, ev)| ev.is_slotted() && pending(&s, **id))
-                .map(|(id, _)| *id)
-                .collect(),
-        };
-        for id in &ids {
-            if let Some(w) = s.slot_word(*id) {
-                w.store(UNSIGNALED_EVENT_SLOT, Ordering::Release);
-            }
-            s.set(*id);
+        let mut ids = std::mem::take(&mut s.to_set);
+        ids.clear();
+        match id {
+            Some(id) if pending(&s, id) && s.events.contains_key(&id) => ids.push(id),
+            _ => ids.extend(
+                s.events
+                    .iter()
+                    .filter(|(id, ev)| ev.is_slotted() && pending(&s, **id))
+                    .map(|(id, _)| *id),
+            ),
         }
-        ids.len()
+        s.to_set = ids;
+        s.set_pending(true)
     }
 
     /// A GPU memory fault (`kfd_signal_vm_fault_event`): every memory event gets `data` and
     /// is set. Returns how many.
     pub(crate) fn memory_fault(&self, data: kfd_hsa_memory_exception_data) -> usize {
         let mut s = self.lock();
-        let ids: Vec<u32> = s
-            .events
-            .iter()
-            .filter(|(_, e)| e.event_type == KFD_IOC_EVENT_MEMORY)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in &ids {
-            if let Some(ev) = s.events.get_mut(id) {
-                ev.memory = data;
-            }
-            s.set(*id);
+        let mut ids = std::mem::take(&mut s.to_set);
+        ids.clear();
+        for (id, ev) in s.events.iter_mut().filter(|(_, e)| e.event_type == KFD_IOC_EVENT_MEMORY) {
+            ev.memory = data;
+            ids.push(*id);
         }
-        ids.len()
+        s.to_set = ids;
+        s.set_pending(false)
     }
 
     /// A GPU reset (`kfd_signal_reset_event`): every HW-exception event gets `data` and is
@@ -480,26 +511,20 @@ impl SimEvents {
             ErrorType: KFD_MEM_ERR_SRAM_ECC,
             ..Default::default()
         };
-        let ids: Vec<u32> = s
-            .events
-            .iter()
-            .filter(|(_, e)| {
-                e.event_type == KFD_IOC_EVENT_HW_EXCEPTION
-                    || (ecc && e.event_type == KFD_IOC_EVENT_MEMORY)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in &ids {
-            if let Some(ev) = s.events.get_mut(id) {
-                if ev.event_type == KFD_IOC_EVENT_HW_EXCEPTION {
-                    ev.hw = data;
-                } else {
-                    ev.memory = memory;
-                }
+        let mut ids = std::mem::take(&mut s.to_set);
+        ids.clear();
+        for (id, ev) in s.events.iter_mut() {
+            if ev.event_type == KFD_IOC_EVENT_HW_EXCEPTION {
+                ev.hw = data;
+            } else if ecc && ev.event_type == KFD_IOC_EVENT_MEMORY {
+                ev.memory = memory;
+            } else {
+                continue;
             }
-            s.set(*id);
+            ids.push(*id);
         }
-        ids.len()
+        s.to_set = ids;
+        s.set_pending(false)
     }
 
     /// Threads blocked in `WAIT_EVENTS` now.

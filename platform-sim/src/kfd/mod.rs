@@ -356,7 +356,8 @@ std::thread_local! {
     static IOCTL_ALLOCATIONS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
 }
 
-/// Heap allocations the simulated kernel has made inside the calling thread's ioctls, as
+/// Heap allocations the simulated kernel has made inside the calling thread's ioctls (the
+/// simulated engines' work that runs inside a wait in the on-wait mode left out), as
 /// counted by a [`hsakmt_hostmem::CountingAllocator`] installed as the global allocator (0
 /// without one): what a program subtracts from its own thread's count to see the library's
 /// allocations apart from the simulated device's.

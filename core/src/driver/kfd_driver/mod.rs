@@ -37,7 +37,8 @@ use crate::code_object::{AgentTarget, CodeObject};
 
 use crate::device::queue_manager::{RingUpdate, SdmaQueue};
 use crate::device::{
-    Allocation, DEFAULT_MEMORY_OBJECTS, Inline, Kfd, MemoryStorage, SignalCondition,
+    Allocation, DEFAULT_MEMORY_OBJECTS, DEFAULT_SPIN_NS, Inline, Kfd, MemoryStorage,
+    SignalCondition,
 };
 use crate::event::{EventHandle, Timeout};
 use crate::memory::svm_attributes::SvmAttribute;
@@ -93,6 +94,8 @@ pub struct KfdDriver<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_
     state: spin::RwLock<State<P::Mapping>>,
     sdma: spin::Mutex<heapless::Vec<(u32, SdmaQueue<P::Mapping>), MAX_AGENTS>>,
     signals: spin::Mutex<SignalPool<P::Mapping>>,
+    /// How long a signal wait spins before it blocks in the kernel, in nanoseconds.
+    wait_spin_ns: u64,
     /// Last: every view above is dropped before the facade closes the device.
     kfd: Kfd<P, S>,
 }
@@ -129,7 +132,22 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> KfdDriver<P, S> {
             state: Self::empty_state(),
             sdma: spin::Mutex::new(heapless::Vec::new()),
             signals: Self::empty_signal_pool(),
+            wait_spin_ns: DEFAULT_SPIN_NS,
         }
+    }
+
+    /// How long [`Driver::signal_wait`] spins on the signal before it blocks in the kernel
+    /// (default [`DEFAULT_SPIN_NS`]). 0 blocks at once: what a device that only makes
+    /// progress while the process sleeps in the kernel needs (the simulator's on-wait mode),
+    /// and what a caller that would rather give the CPU away than poll asks for.
+    pub fn set_wait_spin_ns(&mut self, ns: u64) {
+        self.wait_spin_ns = ns;
+    }
+
+    /// The spin of [`Driver::signal_wait`] before it blocks, in nanoseconds.
+    #[must_use]
+    pub fn wait_spin_ns(&self) -> u64 {
+        self.wait_spin_ns
     }
 
     // Debug builds build a large value in several stack temporaries (over 1 MiB for these

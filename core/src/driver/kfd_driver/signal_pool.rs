@@ -1,9 +1,7 @@
 //! Completion signals carved by a bounded-time [`SubAllocator`] out of one GPU-visible page pool,
 //! each with a KFD signal event so waiters sleep in the kernel and the device raises it.
 
-use crate::device::{
-    Allocation, DEFAULT_SPIN_NS, EventDescriptor, Kfd, MapNodes, MemoryStorage, SignalCondition,
-};
+use crate::device::{Allocation, EventDescriptor, Kfd, MapNodes, MemoryStorage, SignalCondition};
 use crate::driver::{AgentKind, DriverError, KfdDriver, SignalId, SubAllocator, Waited};
 use crate::event::{EventHandle, WaitResult};
 use crate::memory::MemFlags;
@@ -164,7 +162,8 @@ where
     ) -> Result<Waited, DriverError> {
         let (mem, offset, event) = self.signal_parts(signal)?;
         let s = Signal::new(&mem, offset).map_err(|_| DriverError::InvalidHandle)?;
-        let w = self.kfd.wait_signal(event, &s, condition, timeout(timeout_ns), DEFAULT_SPIN_NS)?;
+        let w =
+            self.kfd.wait_signal(event, &s, condition, timeout(timeout_ns), self.wait_spin_ns)?;
         Ok(match w.result {
             WaitResult::Complete => Waited::Done(w.value),
             WaitResult::TimedOut => {

@@ -14,7 +14,7 @@ use super::super::fault::WaveFault;
 use super::super::inst::{Inst, M0, flag};
 use super::super::limits::{GWS_RESOURCES, LANES};
 use super::super::memory::{AtomicOp, WaveMemory};
-use super::super::wave::{Wave, WaveState, merge};
+use super::super::wave::{Wave, WaveState, active_lanes, merge};
 use super::Cx;
 
 #[derive(Clone, Copy)]
@@ -170,20 +170,10 @@ pub(super) fn ds<M: WaveMemory>(
     let dst = usize::from(i.dst);
     let mut out = [[0u32; LANES]; 4];
     let mut outs = 0usize;
-    let lanes = || {
-        let mut m = exec;
-        std::iter::from_fn(move || {
-            (m != 0).then(|| {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                l
-            })
-        })
-    };
     match k {
         Lds::Read { bytes, signed } => {
             outs = usize::from(bytes.div_ceil(4));
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 let mut b = [0u8; 16];
                 lds_read(cx.lds, u64::from(addr[l]) + offset16, &mut b[..usize::from(bytes)]);
                 match (bytes, signed) {
@@ -205,7 +195,7 @@ pub(super) fn ds<M: WaveMemory>(
         Lds::Read2 { bytes, scale } => {
             let per = usize::from(bytes / 4);
             outs = 2 * per;
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 for (h, off) in [off0, off1].into_iter().enumerate() {
                     let mut b = [0u8; 8];
                     lds_read(
@@ -230,7 +220,7 @@ pub(super) fn ds<M: WaveMemory>(
             for (j, d) in data.iter_mut().enumerate().take(n) {
                 *d = reg(w, d0 + j)?;
             }
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 let mut b = [0u8; 16];
                 for j in 0..n {
                     b[4 * j..4 * j + 4].copy_from_slice(&data[j][l].to_le_bytes());
@@ -245,7 +235,7 @@ pub(super) fn ds<M: WaveMemory>(
                 data[j] = reg(w, d0 + j)?;
                 data[per + j] = reg(w, d1 + j)?;
             }
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 for (h, off) in [off0, off1].into_iter().enumerate() {
                     let mut b = [0u8; 8];
                     for j in 0..per {
@@ -266,7 +256,7 @@ pub(super) fn ds<M: WaveMemory>(
                     *d = reg(w, d1 + j)?;
                 }
             }
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 let a = u64::from(addr[l]) + offset16;
                 let mut b = [0u8; 8];
                 let n = 4 * words;
@@ -296,7 +286,7 @@ pub(super) fn ds<M: WaveMemory>(
         }
         Lds::Mskor { ret } => {
             let (m, o) = (reg(w, d0)?, reg(w, d1)?);
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 let a = u64::from(addr[l]) + offset16;
                 let mut b = [0u8; 4];
                 lds_read(cx.lds, a, &mut b);
@@ -312,7 +302,7 @@ pub(super) fn ds<M: WaveMemory>(
             // The data comes from the address operand.
             let data = addr;
             let pat = offset16 as u32;
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 let src = if pat & 0x8000 != 0 {
                     (l & !3) | ((pat >> (2 * (l & 3))) & 3) as usize
                 } else {
@@ -325,7 +315,7 @@ pub(super) fn ds<M: WaveMemory>(
         }
         Lds::Permute { backward } => {
             let data = reg(w, d0)?;
-            for l in lanes() {
+            for l in active_lanes(exec) {
                 let sel = ((addr[l].wrapping_add(offset16 as u32) / 4) & 63) as usize;
                 if backward {
                     out[0][l] = if exec >> sel & 1 != 0 { data[sel] } else { 0 };

@@ -25,7 +25,7 @@ use super::super::fault::WaveFault;
 use super::super::inst::{Enc, FLAT_SCRATCH_LO, Inst, SADDR_OFF, flag};
 use super::super::limits::LANES;
 use super::super::memory::{AtomicOp, WaveMemory};
-use super::super::wave::{Kind64, Wave};
+use super::super::wave::{Kind64, Wave, active_lanes};
 use super::Cx;
 
 /// What an instruction does to memory.
@@ -375,10 +375,7 @@ fn global_lanes(w: &Wave, i: &Inst, ad: &Addr<'_>, mask: u64, _bytes: u64) -> Op
     }
     if i.enc == Enc::Flat {
         let ap = w.apertures;
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
             let a = addrs[l];
             if a.wrapping_sub(ap.shared) < 1 << 32 || a.wrapping_sub(ap.private) < 1 << 32 {
                 return None;
@@ -436,10 +433,7 @@ pub(super) fn vmem<M: WaveMemory>(
                         }
                     }
                     _ => {
-                        let mut m = exec;
-                        while m != 0 {
-                            let l = m.trailing_zeros() as usize;
-                            m &= m - 1;
+                        for l in active_lanes(exec) {
                             let p = place(w, i, &ad, l, u64::from(bytes));
                             let mut buf = [0u8; 16];
                             read_place(cx, p, l, &mut buf[..usize::from(bytes)])?;
@@ -480,10 +474,7 @@ pub(super) fn vmem<M: WaveMemory>(
                     }
                 }
                 _ => {
-                    let mut m = exec;
-                    while m != 0 {
-                        let l = m.trailing_zeros() as usize;
-                        m &= m - 1;
+                    for l in active_lanes(exec) {
                         let p = place(w, i, &ad, l, u64::from(bytes));
                         let mut buf = [0u8; 16];
                         for k in 0..n {
@@ -506,10 +497,7 @@ pub(super) fn vmem<M: WaveMemory>(
             let mut ret = [[0u32; LANES]; 2];
             {
                 let ad = addressing(w, i, cx.target)?;
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
+                for l in active_lanes(exec) {
                     let p = place(w, i, &ad, l, 4 * words as u64);
                     let word = |k: usize| u64::from(data[k][l]);
                     let (val, cmp) = if wide {
