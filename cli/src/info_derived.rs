@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use hsakmt_core::device::{DEFAULT_MEMORY_OBJECTS, NodeHeaps};
-use hsakmt_core::platform::Platform;
 use hsakmt_core::topology::{self, Hidden, NodeKind, NodeView, Options, Topology};
 use hsakmt_linux::{LinuxPlatform, boxed_kfd};
 use serde_json::{Map, Value, json};
 
+use crate::platform::AnyPlatform;
 use crate::source::Source;
 
 /// The heaps of each GPU, by gpu_id, or why there are none.
@@ -51,26 +51,27 @@ pub(crate) fn refresh_as_seen(
     buf: &mut [u8],
     options: &Options,
 ) -> Result<(), topology::Error> {
-    match source {
-        Source::Sim(sim, _) => topo.refresh_visible_with(source, source, &**sim, buf, options),
-        Source::Linux(linux, _, true) => {
-            topo.refresh_visible_with(source, source, &**linux, buf, options)
-        }
-        Source::Linux(..) => topo.refresh_with(source, source, buf, options),
+    let platform = &source.platform;
+    if source.is_live() || platform.sim().is_some() {
+        topo.refresh_visible_with(platform, platform, platform, buf, options)
+    } else {
+        topo.refresh_with(platform, platform, buf, options)
     }
 }
 
 /// Opens a device facade over the source's platform and collects every GPU's heaps (mapping
 /// each MMIO-remap page first, as libhsakmt's open does). A tree on disk has no device.
 pub(crate) fn device_heaps(source: &Source) -> DeviceHeaps {
-    match source {
-        Source::Sim(sim, _) => collect((**sim).clone()),
-        Source::Linux(_, _, true) => collect(LinuxPlatform::new()),
-        Source::Linux(..) => DeviceHeaps::none(),
+    match &source.platform {
+        AnyPlatform::Sim(sim) => collect(AnyPlatform::Sim(sim.clone())),
+        AnyPlatform::Linux(_) if source.is_live() => {
+            collect(AnyPlatform::from(LinuxPlatform::new()))
+        }
+        _ => DeviceHeaps::none(),
     }
 }
 
-fn collect<P: Platform>(platform: P) -> DeviceHeaps {
+fn collect(platform: AnyPlatform) -> DeviceHeaps {
     let kfd = boxed_kfd(platform, DEFAULT_MEMORY_OBJECTS);
     if let Err(e) = kfd.open() {
         return DeviceHeaps { per_gpu: BTreeMap::new(), device: Some(Err(e.to_string())) };
@@ -248,7 +249,7 @@ mod tests {
     fn hidden_gpus_keep_their_sysfs_number_and_the_rest_are_renumbered() {
         // renderD129 is sysfs node 3's in the default profile.
         let sim = SimPlatform::builder().render_node_unavailable(129, Errno::ENOENT).build();
-        let source = Source::Sim(Box::new(sim), "test".into());
+        let source = Source::simulator(sim, "test".into());
         let mut topo = Box::new(Topology::new());
         let mut buf = vec![0u8; hsakmt_core::topology::READ_BUFFER];
         refresh_as_seen(&mut topo, &source, &mut buf, &Options::DEFAULT).unwrap();

@@ -11,6 +11,7 @@ mod info;
 mod info_derived;
 mod inject;
 mod output;
+mod platform;
 mod profiles;
 mod run;
 mod source;
