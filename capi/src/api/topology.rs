@@ -6,7 +6,8 @@
 //! comes from the snapshot the facade took at open, filled in as upstream's `topology.c` fills
 //! it (GPU nodes gain the LDS, scratch and SVM heaps, plus the MMIO-remap page when mapped).
 //! Upstream reads two things outside the KFD tree that this library does not: the GPU marketing
-//! name (libdrm's table; here the node's `name`, else its `AMDName`) and, for CPU nodes the
+//! name (libdrm's table, which also matches the PCI revision; here the table by device id alone,
+//! else the node's `name`, else its `AMDName`) and, for CPU nodes the
 //! kernel reports no caches for, the CPU caches under `/sys/devices/system/node`.
 
 use core::fmt::Write as _;
@@ -214,7 +215,12 @@ fn fill_node(t: &Topology, v: &NodeView<'_>) -> HsaNodeProperties {
     }
     let amd_len = w.len;
     let amd = amd.get(..amd_len).unwrap_or_default();
-    let marketing = n.name_bytes().filter(|b| !b.is_empty()).unwrap_or(amd);
+    // libdrm's name for the device id where the id alone decides it; else the sysfs name.
+    let marketing = n
+        .marketing_name()
+        .map(str::as_bytes)
+        .or_else(|| n.name_bytes().filter(|b| !b.is_empty()))
+        .unwrap_or(amd);
     fill_names(&mut out, amd, marketing);
     out
 }
