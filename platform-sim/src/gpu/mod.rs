@@ -40,10 +40,13 @@
 
 pub(crate) mod aql;
 pub(crate) mod clock;
+mod doorbells;
 pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
 pub(crate) mod pqm;
+mod processor;
+mod queue_report;
 mod recorded;
 pub(crate) mod sdma;
 pub(crate) mod vm;
@@ -52,23 +55,24 @@ pub(crate) mod watch;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
-use hsakmt_hostmem::HostMapping;
 
 use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
-use crate::mapping::DoorbellSink;
 use clock::GpuClock;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
 
+pub(crate) use doorbells::Doorbells;
 pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
+use processor::worker;
+pub use queue_report::{QueueFault, QueueState};
 pub(crate) use recorded::RecordedEvents;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -151,52 +155,6 @@ pub(crate) const DOORBELL_POLL_MIN: Duration = Duration::from_micros(50);
 /// The longest an idle queue processor sleeps before it looks at its doorbell again, unless
 /// [`SimBuilder::cp_doorbell_poll`](crate::SimBuilder::cp_doorbell_poll) says otherwise.
 pub const DEFAULT_DOORBELL_POLL: Duration = Duration::from_millis(2);
-
-/// Why a queue stopped with an error, as the kernel would report it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueFault {
-    /// The kernel's queue id.
-    pub queue_id: u32,
-    /// The queue's GPU.
-    pub gpu_id: u32,
-    /// The exception code (`EC_QUEUE_*` / `EC_DEVICE_*` of `kfd_ioctl.h`); the kernel writes
-    /// `KFD_EC_MASK(exception)` to the queue's error payload.
-    pub exception: u32,
-    /// The packet's index in the queue (AQL), or the read pointer (PM4/SDMA).
-    pub packet: u64,
-    /// The faulting address of a memory violation.
-    pub address: Option<u64>,
-    /// For a fault of a kernel the ISA interpreter ran: the wave's fault (instruction,
-    /// opcode and mnemonic of an illegal instruction, the access of a memory violation).
-    pub wave: Option<crate::isa::WaveFault>,
-}
-
-/// A queue as the simulated hardware holds it (for tests and tools).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueState {
-    /// The GPU.
-    pub gpu_id: u32,
-    /// The ring the queue fetches from (0 when disabled by a null ring).
-    pub ring_address: u64,
-    /// Its size in bytes.
-    pub ring_size: u64,
-    /// Queue percentage.
-    pub percentage: u32,
-    /// Priority 0..=15.
-    pub priority: u32,
-    /// Whether the queue fetches packets (a ring, a non-zero percentage, no error).
-    pub active: bool,
-    /// Packets consumed so far.
-    pub packets: u64,
-    /// The doorbell's index in the GPU's doorbell page.
-    pub doorbell_index: u32,
-    /// The error that stopped the queue.
-    pub fault: Option<QueueFault>,
-    /// Whether the queue is hung by injection ([`crate::SimPlatform::hang_queue`]).
-    pub hung: bool,
-    /// Whether a debugger suspended the queue (`DBG_TRAP_SUSPEND_QUEUES`).
-    pub suspended: bool,
-}
 
 /// Where the command processor raises interrupts: the events model.
 pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
@@ -750,104 +708,6 @@ impl SimQueue {
             }
             if event != 0 {
                 cp.events.set_event(event);
-            }
-        }
-    }
-}
-
-/// Routes one GPU's doorbell page to its queues.
-pub(crate) struct Doorbells {
-    size: u64,
-    slots: RwLock<Vec<Option<Arc<SimQueue>>>>,
-    /// The process's doorbell page as last mapped: where plain doorbell stores land.
-    page: RwLock<Option<HostMapping>>,
-}
-
-impl fmt::Debug for Doorbells {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Doorbells").field("size", &self.size).finish_non_exhaustive()
-    }
-}
-
-impl Doorbells {
-    pub(crate) fn new(size: u64) -> Self {
-        Doorbells { size, slots: RwLock::new(vec![None; 1024]), page: RwLock::new(None) }
-    }
-
-    /// The doorbell page the process mapped (`kfd_doorbell_mmap`).
-    pub(crate) fn set_page(&self, page: HostMapping) {
-        *self.page.write().unwrap_or_else(PoisonError::into_inner) = Some(page);
-    }
-
-    /// What doorbell `index` of the mapped page holds (`None` before the page is mapped).
-    fn stored(&self, index: u32) -> Option<u64> {
-        let page = self.page.read().unwrap_or_else(PoisonError::into_inner);
-        let page = page.as_ref()?;
-        let i = index as usize;
-        match self.size {
-            8 => page.u64s().get(i).map(|w| w.load(Ordering::Acquire)),
-            _ => page.u32s().get(i).map(|w| u64::from(w.load(Ordering::Acquire))),
-        }
-    }
-
-    pub(crate) fn set(&self, index: u32, q: Option<Arc<SimQueue>>) {
-        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(slot) = s.get_mut(index as usize) {
-            *slot = q;
-        }
-    }
-}
-
-impl DoorbellSink for Doorbells {
-    fn rung(&self, offset: usize, value: u64) {
-        let index = offset as u64 / self.size;
-        let s = self.slots.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(Some(q)) = s.get(index as usize) {
-            q.ring(value);
-        }
-    }
-}
-
-/// A processor thread's loop. An idle processor spins for the configured time, then sleeps
-/// (woken by a doorbell rung through the mapping) and looks at its doorbell again after each
-/// sleep, the sleeps doubling from [`DOORBELL_POLL_MIN`] up to the configured longest.
-fn worker(q: Weak<SimQueue>, cp: Arc<Cp>, doorbells: Option<Arc<Doorbells>>) {
-    let mut idle_since: Option<Instant> = None;
-    let mut blocked_wait = Duration::from_micros(20);
-    let mut poll_wait = DOORBELL_POLL_MIN;
-    loop {
-        let Some(q) = q.upgrade() else { return };
-        if q.stop.load(Ordering::Acquire) {
-            return;
-        }
-        q.pending.store(false, Ordering::SeqCst);
-        if idle_since.is_some()
-            && let Some(d) = &doorbells
-        {
-            q.poll_doorbell(d);
-        }
-        match q.step(&cp, 256) {
-            Step::Progress | Step::Running => {
-                idle_since = None;
-                blocked_wait = Duration::from_micros(20);
-                poll_wait = DOORBELL_POLL_MIN;
-            }
-            Step::Blocked => {
-                idle_since = None;
-                poll_wait = DOORBELL_POLL_MIN;
-                drop(q);
-                cp.progress.wait(blocked_wait);
-                blocked_wait = (blocked_wait * 2).min(Duration::from_millis(1));
-            }
-            Step::Idle => {
-                let since = *idle_since.get_or_insert_with(Instant::now);
-                if since.elapsed() < cp.idle_spin {
-                    drop(q);
-                    std::thread::yield_now();
-                } else {
-                    q.sleep(poll_wait);
-                    poll_wait = (poll_wait * 2).min(cp.doorbell_poll.max(DOORBELL_POLL_MIN));
-                }
             }
         }
     }
