@@ -39,6 +39,7 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 use crate::inject;
 use crate::output::Failure;
+use crate::platform::AnyPlatform;
 use kernels::{Compute, Registered};
 use pipeline::{Pipeline, control_kernel, copy_kernel};
 use plan::{Plan, agents_to_use};
@@ -287,9 +288,11 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(Report, Vec<String>), 
     let sim = builder.build();
     let armed = inject::Armed::arm(&sim, &plan.faults);
     let probe = sim.clone();
-    let kfd =
-        boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
-    let mut simulated = boxed_driver(args.sim_kind(), DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    let linux = AnyPlatform::from(LinuxPlatform::new());
+    let kfd = boxed_driver(DriverKind::Kfd, DriverId(0), linux, DEFAULT_MEMORY_OBJECTS);
+    let simulated = AnyPlatform::Sim(sim);
+    let mut simulated =
+        boxed_driver(args.sim_kind(), DriverId(1), simulated, DEFAULT_MEMORY_OBJECTS);
     if args.step {
         // Only the waiting thread runs the engines: a spin would only wait for itself.
         simulated.set_wait_spin_ns(0);

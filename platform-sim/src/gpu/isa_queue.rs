@@ -15,6 +15,7 @@ use hsakmt_core::uapi::{
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::watch::WatchedMemory;
 use super::{Cp, SimQueue};
 use crate::isa::launch::{AqlDispatch, LaunchError, ShRegs, aql_launch};
 use crate::isa::limits::{STALLED_STEP_INSTRUCTIONS, STEP_INSTRUCTIONS};
@@ -167,7 +168,15 @@ impl QueueIsa {
             return IsaStep::Done;
         };
         let before = d.stats;
-        let r = d.run(&mut mem, &mut self.dev, code, budget);
+        // Address watches a debugger armed: every access of this step is compared. (Always
+        // through `WatchedMemory`, empty or not: one instance of the interpreter's loop, not
+        // two, in the binaries that embed the simulator.)
+        let watches = cp.events.address_watches(q.gpu_id);
+        let mut watched = WatchedMemory::new(&mut mem, &watches);
+        let r = d.run(&mut watched, &mut self.dev, code, budget);
+        if let Some(id) = watched.hit() {
+            cp.events.address_watch_hit(q.gpu_id, q.qid, id);
+        }
         cp.isa_counters.add(Stats {
             instructions: d.stats.instructions - before.instructions,
             lane_instructions: d.stats.lane_instructions - before.lane_instructions,
