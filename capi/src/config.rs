@@ -10,3 +10,7 @@ pub(crate) const MAX_WAIT_EVENTS: usize = 256;
 
 /// The `HSAKMT_DEBUG_LEVEL` from which errors are printed to stderr (upstream's `pr_err`).
 pub(crate) const DEBUG_LEVEL_ERR: i32 = 3;
+
+/// Counters one `hsaKmtPmcRegisterTrace` registers (upstream's `MAX_COUNTERS`; more is
+/// `HSAKMT_STATUS_NO_MEMORY`, as upstream).
+pub(crate) const MAX_TRACE_COUNTERS: u32 = 512;

@@ -7,7 +7,7 @@ use clap::Args;
 use hsakmt_core::config::DEFAULT_MEMORY_OBJECTS;
 use hsakmt_core::device::{Error as DeviceError, Kfd};
 use hsakmt_core::error::Errno;
-use hsakmt_core::platform::{AccessAdvice, OpenError, Platform};
+use hsakmt_core::platform::{AccessAdvice, OpenError};
 use hsakmt_core::topology::{self, NodeKind};
 use hsakmt_core::uapi::{KFD_IOCTL_MINOR_VERSION, since};
 use hsakmt_linux::{BoxedMemory, KFD_TOPOLOGY_ROOT, LinuxPlatform, boxed_kfd};
@@ -15,6 +15,7 @@ use hsakmt_sim::{Profile, SimPlatform};
 use serde::Serialize;
 
 use crate::output::Failure;
+use crate::platform::AnyPlatform;
 
 /// Arguments of `hsakmt doctor`.
 #[derive(Debug, Args)]
@@ -72,7 +73,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, Failure> {
                 .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
             checks.push(check("amdgpu", Status::Ok, format!("simulated (profile {name})")));
             let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
-            device_checks(sim, &mut checks, false);
+            device_checks(AnyPlatform::Sim(sim), &mut checks, false);
         }
         None => {
             checks.push(if Path::new("/sys/module/amdgpu").is_dir() {
@@ -85,7 +86,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, Failure> {
                      or your distribution's kernel) and run `sudo modprobe amdgpu`",
                 )
             });
-            device_checks(LinuxPlatform::new(), &mut checks, true);
+            device_checks(AnyPlatform::from(LinuxPlatform::new()), &mut checks, true);
         }
     }
     host_checks(&mut checks);
@@ -119,7 +120,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<bool, Failure> {
     Ok(healthy)
 }
 
-fn device_checks<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) {
+fn device_checks(platform: AnyPlatform, checks: &mut Vec<Check>, real: bool) {
     // The facade's tables on the heap: no large stack needed.
     let kfd = boxed_kfd(platform, DEFAULT_MEMORY_OBJECTS);
     match kfd.open() {
@@ -150,7 +151,7 @@ fn device_checks<P: Platform>(platform: P, checks: &mut Vec<Check>, real: bool) 
     }
 }
 
-fn version_check<P: Platform>(kfd: &Kfd<P, BoxedMemory>, checks: &mut Vec<Check>) {
+fn version_check(kfd: &Kfd<AnyPlatform, BoxedMemory>, checks: &mut Vec<Check>) {
     let Ok(v) = kfd.version() else { return };
     let missing: Vec<String> = FEATURES
         .iter()
@@ -180,7 +181,7 @@ fn version_check<P: Platform>(kfd: &Kfd<P, BoxedMemory>, checks: &mut Vec<Check>
     });
 }
 
-fn topology_checks<P: Platform>(kfd: &Kfd<P, BoxedMemory>, checks: &mut Vec<Check>, real: bool) {
+fn topology_checks(kfd: &Kfd<AnyPlatform, BoxedMemory>, checks: &mut Vec<Check>, real: bool) {
     let Ok((nodes, gpus, warnings, hidden, minors)) = kfd.with_topology(|t| {
         let hidden = t.nodes().filter(|n| !n.is_accessible()).count();
         let minors: Vec<u32> = t

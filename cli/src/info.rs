@@ -10,6 +10,7 @@ use hsakmt_core::topology::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::info_derived::{self, DeviceHeaps};
 use crate::output::Failure;
 use crate::source::{Source, SourceArgs};
 
@@ -26,10 +27,11 @@ pub(crate) struct InfoArgs {
     dot: bool,
 }
 
-/// Takes a snapshot from `source` into a boxed topology. A tree on disk or a simulator
-/// profile is a capture, perhaps edited: its directories are listed, so entries its `*_count`
-/// keys do not mention are read and the disagreement is a warning. The live kernel's tree is
-/// read as the library reads it, trusting the counts it prints.
+/// Takes a snapshot from `source` into a boxed topology, as libhsakmt's users see it (see
+/// [`info_derived::refresh_as_seen`]). A tree on disk or a simulator profile is a capture,
+/// perhaps edited: its directories are listed, so entries its `*_count` keys do not mention
+/// are read and the disagreement is a warning. The live kernel's tree is read as the library
+/// reads it, trusting the counts it prints.
 pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     // Debug builds build the snapshot in several stack temporaries before boxing it; copying a
     // compile-time constant costs one. Release builds allocate first and build it there, where
@@ -42,7 +44,7 @@ pub(crate) fn snapshot(source: &Source) -> Result<Box<Topology>, String> {
     let entries =
         if source.is_live() { EntryEnumeration::TrustCounts } else { EntryEnumeration::List };
     let options = Options { entries, ..Options::DEFAULT };
-    topo.refresh_with(source, source, &mut buf, &options)
+    info_derived::refresh_as_seen(&mut topo, source, &mut buf, &options)
         .map_err(|e| format!("cannot read the topology of {}: {e}", source.describe()))?;
     Ok(topo)
 }
@@ -54,13 +56,16 @@ pub(crate) fn run(args: &InfoArgs) -> Result<(), Failure> {
     let source = Source::resolve(&args.source)?;
     let topo = snapshot(&source)?;
     let out = if args.json {
-        let mut text = serde_json::to_string_pretty(&to_json(&topo)).map_err(|e| e.to_string())?;
+        let heaps = info_derived::device_heaps(&source);
+        let mut text =
+            serde_json::to_string_pretty(&to_json(&topo, &heaps)).map_err(|e| e.to_string())?;
         text.push('\n');
         text
     } else if args.dot {
         to_dot(&topo)
     } else {
-        report(&topo, source.describe())
+        let heaps = info_derived::device_heaps(&source);
+        report(&topo, source.describe(), &heaps)
     };
     crate::output::emit(&out)
 }
@@ -95,7 +100,7 @@ fn link_json(topo: &Topology, node: u32, kind: EntryKind, link: &Link) -> Value 
 }
 
 /// The `--json` document (DESIGN.md §4).
-pub(crate) fn to_json(topo: &Topology) -> Value {
+pub(crate) fn to_json(topo: &Topology, heaps: &DeviceHeaps) -> Value {
     let mut system = Map::new();
     for (k, v) in topo.system_properties().iter() {
         system.insert(k.name().to_string(), num(v));
@@ -107,7 +112,7 @@ pub(crate) fn to_json(topo: &Topology) -> Value {
         topo.generation_id().map_or(Value::Null, |g| num(u64::from(g))),
     );
 
-    let nodes: Vec<Value> = topo.nodes().map(|n| node_json(topo, &n)).collect();
+    let nodes: Vec<Value> = topo.nodes().map(|n| node_json(topo, &n, heaps)).collect();
     let warnings: Vec<Value> =
         topo.warnings().iter().map(|w| Value::String(w.to_string())).collect();
     let mut doc = Map::new();
@@ -117,13 +122,14 @@ pub(crate) fn to_json(topo: &Topology) -> Value {
     if topo.warnings_dropped() > 0 {
         doc.insert("warnings_dropped".into(), num(u64::from(topo.warnings_dropped())));
     }
+    info_derived::device_into(&mut doc, heaps);
     Value::Object(doc)
 }
 
-fn node_json(topo: &Topology, n: &NodeView<'_>) -> Value {
+fn node_json(topo: &Topology, n: &NodeView<'_>, heaps: &DeviceHeaps) -> Value {
     let id = n.sysfs_id();
     let mut m = Map::new();
-    m.insert("node".into(), num(u64::from(id)));
+    info_derived::numbering_into(&mut m, n);
     m.insert("gpu_id".into(), n.gpu_id().map_or(Value::Null, |g| num(u64::from(g))));
     m.insert("name".into(), name_of(n).map_or(Value::Null, |s| Value::String(s.into_owned())));
     m.insert("kind".into(), Value::String(n.kind().name().to_string()));
@@ -136,6 +142,7 @@ fn node_json(topo: &Topology, n: &NodeView<'_>) -> Value {
     if !n.is_accessible() {
         m.insert("accessible".into(), Value::Bool(false));
     }
+    info_derived::derived_into(&mut m, n);
     for (k, v) in n.properties().iter() {
         m.insert(k.name().to_string(), num(v));
     }
@@ -177,6 +184,8 @@ fn node_json(topo: &Topology, n: &NodeView<'_>) -> Value {
     m.insert("caches".into(), Value::Array(caches));
     m.insert("io_links".into(), Value::Array(io));
     m.insert("p2p_links".into(), Value::Array(p2p));
+    info_derived::dropped_links_into(&mut m, topo, n);
+    info_derived::heaps_into(&mut m, n, heaps);
     if !n.derived_links().is_empty() {
         let derived: Vec<Value> = n
             .derived_links()
@@ -260,7 +269,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// The human report: a system header, then one block per node.
-pub(crate) fn report(topo: &Topology, source: &str) -> String {
+pub(crate) fn report(topo: &Topology, source: &str, heaps: &DeviceHeaps) -> String {
     let mut s = String::new();
     let gpus = topo.gpu_count();
     let _ = writeln!(s, "KFD topology of {}", crate::text::escape(source));
@@ -341,9 +350,7 @@ pub(crate) fn report(topo: &Topology, source: &str) -> String {
                 );
             }
         }
-        if !n.is_accessible() {
-            let _ = writeln!(s, "  (not accessible: hidden by the device cgroup)");
-        }
+        info_derived::report_node(&mut s, &n, heaps);
         for b in n.mem_banks() {
             let heap = b.heap_type().map_or_else(|| "?".into(), |h: HeapType| format!("{h:?}"));
             let _ = writeln!(
@@ -542,13 +549,13 @@ mod tests {
             if topo.refresh(&tree, &tree, &mut buf).is_err() {
                 return Ok(());
             }
-            let doc = to_json(&topo);
+            let doc = to_json(&topo, &DeviceHeaps::none());
             let text = serde_json::to_string(&doc).unwrap();
             prop_assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), doc.clone());
             for n in doc["nodes"].as_array().unwrap() {
                 prop_assert!(n["name"].is_string(), "{}", n);
             }
-            let report = report(&topo, "a hostile tree");
+            let report = report(&topo, "a hostile tree", &DeviceHeaps::none());
             let dot = to_dot(&topo);
             for out in [&report, &dot] {
                 prop_assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{:?}", out);

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 use hsakmt_core::error::Errno;
-use hsakmt_core::platform::{Host, Sysfs, SysfsDir, SysfsFile};
 use hsakmt_linux::path::PATH_CAPACITY;
 use hsakmt_linux::{KFD_TOPOLOGY_ROOT, LinuxPlatform, SysfsTree};
 use hsakmt_sim::{Profile, SimPlatform};
+
+use crate::platform::AnyPlatform;
 
 /// Selects the topology source.
 #[derive(Debug, Args, Clone)]
@@ -22,11 +23,13 @@ pub(crate) struct SourceArgs {
 }
 
 /// A platform for topology reads: the real (or a captured) tree, or the simulator.
-pub(crate) enum Source {
-    /// The Linux platform: the kernel's tree (`true`) or a tree on disk (`--sysfs DIR`).
-    Linux(Box<LinuxPlatform>, String, bool),
-    /// The simulator over a profile.
-    Sim(Box<SimPlatform>, String),
+pub(crate) struct Source {
+    /// [`AnyPlatform::Linux`] (the kernel's tree or a tree on disk) or [`AnyPlatform::Sim`].
+    pub(crate) platform: AnyPlatform,
+    /// What it is, for people.
+    description: String,
+    /// Whether it is the running kernel's tree.
+    live: bool,
 }
 
 impl Source {
@@ -54,21 +57,21 @@ impl Source {
             }
             let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes())
                 .map_err(|e| format!("--sysfs {shown}: {e}"))?;
-            return Ok(Self::Linux(
-                Box::new(LinuxPlatform::with_sysfs(tree)),
-                format!("sysfs tree {shown}"),
-                false,
-            ));
+            return Ok(Self {
+                platform: AnyPlatform::from(LinuxPlatform::with_sysfs(tree)),
+                description: format!("sysfs tree {shown}"),
+                live: false,
+            });
         }
         if let Some(name) = &args.sim {
             return Self::sim(name);
         }
         if std::path::Path::new(KFD_TOPOLOGY_ROOT).is_dir() {
-            return Ok(Self::Linux(
-                Box::new(LinuxPlatform::new()),
-                format!("this machine ({KFD_TOPOLOGY_ROOT})"),
-                true,
-            ));
+            return Ok(Self {
+                platform: AnyPlatform::from(LinuxPlatform::new()),
+                description: format!("this machine ({KFD_TOPOLOGY_ROOT})"),
+                live: true,
+            });
         }
         crate::note!(
             "hsakmt: no KFD topology on this machine ({KFD_TOPOLOGY_ROOT} is absent: no amdgpu \
@@ -83,54 +86,21 @@ impl Source {
         let profile = Profile::embedded(name)
             .map_err(|e| crate::text::escape(&e.to_string()).into_owned())?;
         let sim = SimPlatform::builder().profile(profile).inherit_env(true).build();
-        Ok(Self::Sim(Box::new(sim), format!("simulator profile {name}")))
+        Ok(Self::simulator(sim, format!("simulator profile {name}")))
+    }
+
+    /// The simulator `sim`, described as `description`.
+    pub(crate) fn simulator(sim: SimPlatform, description: String) -> Self {
+        Self { platform: AnyPlatform::Sim(sim), description, live: false }
     }
 
     /// A human description of the source.
     pub(crate) fn describe(&self) -> &str {
-        match self {
-            Self::Linux(_, d, _) | Self::Sim(_, d) => d,
-        }
+        &self.description
     }
 
     /// Whether this is the running kernel's tree (not a capture or a profile).
     pub(crate) fn is_live(&self) -> bool {
-        matches!(self, Self::Linux(_, _, true))
-    }
-}
-
-impl Sysfs for Source {
-    fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
-        match self {
-            Self::Linux(p, ..) => p.read_file(file, buf),
-            Self::Sim(p, _) => p.read_file(file, buf),
-        }
-    }
-
-    fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
-        match self {
-            Self::Linux(p, ..) => p.list_dir(dir, out),
-            Self::Sim(p, _) => p.list_dir(dir, out),
-        }
-    }
-}
-
-impl Host for Source {
-    fn now_ns(&self) -> u64 {
-        match self {
-            Self::Linux(p, ..) => p.now_ns(),
-            Self::Sim(p, _) => p.now_ns(),
-        }
-    }
-
-    fn process_id(&self) -> u32 {
-        std::process::id()
-    }
-
-    fn env_var(&self, name: &str, buf: &mut [u8]) -> Option<usize> {
-        match self {
-            Self::Linux(p, ..) => p.env_var(name, buf),
-            Self::Sim(p, _) => p.env_var(name, buf),
-        }
+        self.live
     }
 }

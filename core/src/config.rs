@@ -141,6 +141,19 @@ pub const MAX_KERNEL_ARGS: usize = 256;
 /// [`CodeObjectError::MissingKernel`](crate::code_object::CodeObjectError::MissingKernel).
 pub const KERNEL_NAME_CAPACITY: usize = 48;
 
+// ---- performance counters ---------------------------------------------------------------------
+
+/// Performance-counter traces a device facade keeps registered at once
+/// (`hsaKmtPmcRegisterTrace`).
+pub const MAX_PMC_TRACES: usize = 16;
+
+// ---- debugger ----------------------------------------------------------------------------------
+
+/// Most reads `Kfd::wait_debug_event` makes to drain the debugger's notification pipe (a
+/// Linux pipe holds 64 KiB: 1,024 of its 64-byte reads), so a descriptor that never runs dry
+/// cannot hold the caller.
+pub const DEBUG_EVENT_DRAIN_READS: usize = 1024;
+
 // ---- drivers -----------------------------------------------------------------------------------
 
 /// How many drivers a [`Registry`](crate::driver::Registry) holds by default (one per

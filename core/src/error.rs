@@ -53,6 +53,8 @@ pub enum ErrorKind {
     Misaligned,
     /// The GPU or a queue reported an error (queue fault, reset).
     DeviceFault,
+    /// A call libhsakmt declares but no longer implements.
+    NotImplemented,
     /// An I/O or system call failed with an errno not covered by a more specific kind.
     Io,
 }
@@ -80,6 +82,7 @@ impl ErrorKind {
             Self::AlreadyRegistered => HsakmtStatus::MemoryAlreadyRegistered,
             Self::NotRegistered => HsakmtStatus::MemoryNotRegistered,
             Self::Misaligned => HsakmtStatus::MemoryAlignment,
+            Self::NotImplemented => HsakmtStatus::NotImplemented,
         }
     }
 }
@@ -329,7 +332,9 @@ impl Errno {
             | Self::EOVERFLOW
             | Self::ENAMETOOLONG => ErrorKind::InvalidArgument,
             Self::ENOMEM | Self::ENOSPC => ErrorKind::OutOfResources,
-            Self::EBUSY | Self::EAGAIN | Self::EEXIST | Self::EADDRINUSE => ErrorKind::Busy,
+            Self::EBUSY | Self::EAGAIN | Self::EEXIST | Self::EADDRINUSE | Self::EALREADY => {
+                ErrorKind::Busy
+            }
             Self::ENOTTY | Self::ENOSYS | Self::EOPNOTSUPP => ErrorKind::NotSupported,
             Self::EBADF | Self::ESRCH => ErrorKind::NotOpened,
             Self::ETIME | Self::ETIMEDOUT => ErrorKind::Timeout,

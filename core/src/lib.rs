@@ -71,13 +71,16 @@ mod logging;
 
 pub mod code_object;
 pub mod config;
+pub mod debug;
 pub mod device;
 pub mod driver;
 pub mod error;
 pub mod event;
 pub mod memory;
 pub mod platform;
+pub mod pmc;
 pub mod queue;
 pub mod slot_table;
+pub mod smi;
 pub mod topology;
 pub mod uapi;

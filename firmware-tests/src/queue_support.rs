@@ -27,15 +27,26 @@ impl Deref for Buf {
 }
 
 /// A zeroed buffer of `size` bytes (rounded up to a page) of non-paged system memory on the
-/// first CPU node, mapped on every GPU (GPU VA == CPU VA).
+/// first CPU node, mapped on every GPU (GPU VA == CPU VA), readable, writable and executable
+/// (tests put shaders in these, as kfdtest does in its `isExec` buffers).
 ///
 /// # Panics
 /// When the memory API refuses.
 #[must_use]
 pub fn host_buffer(kfd: &SimKfd, size: u64) -> Buf {
+    host_buffer_with(kfd, size, MemFlags::EXECUTE_ACCESS)
+}
+
+/// As [`host_buffer`], with `extra` memory flags instead of `EXECUTE_ACCESS` (`READ_ONLY`:
+/// the GPU may not write it; without `EXECUTE_ACCESS` waves may not run code from it).
+///
+/// # Panics
+/// When the memory API refuses.
+#[must_use]
+pub fn host_buffer_with(kfd: &SimKfd, size: u64, extra: MemFlags) -> Buf {
     let size = size.next_multiple_of(4096);
     let alloc = kfd
-        .alloc_memory(cpu_node(kfd), size, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS)
+        .alloc_memory(cpu_node(kfd), size, MemFlags::NON_PAGED | MemFlags::HOST_ACCESS | extra)
         .expect("host memory");
     kfd.map_memory_to_gpu(alloc.addr, MapNodes::All).expect("mapped on the GPUs");
     Buf { alloc }

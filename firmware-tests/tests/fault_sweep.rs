@@ -52,7 +52,10 @@
 //!   `GET_QUEUE_WAVE_STATE`); `ETIME`: a preemption timed out (`UPDATE_QUEUE`). `ETIME` from
 //!   `DESTROY_QUEUE` is not an injectable "nothing happened" error: amdkfd destroys the queue
 //!   anyway — that path is the hung-queue test below, with the simulator's queue hang;
-//! - `EMFILE`: no descriptor for the exported dma-buf (`EXPORT_DMABUF`).
+//! - `EMFILE`: no descriptor for the exported dma-buf (`EXPORT_DMABUF`);
+//! - the newer ioctls (`RUNTIME_ENABLE`, `DBG_TRAP`, `SMI_EVENTS`, `GET_TILE_CONFIG`): see
+//!   `kernel_ops`, whose operations join the sweep. `DBG_TRAP` is the one ioctl whose `EAGAIN`
+//!   the library does not retry (it means "no event").
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -115,7 +118,7 @@ fn kernel_errnos(nr: u32) -> Vec<Errno> {
         n if n == _IOC_NR(AMDKFD_IOC_EXPORT_DMABUF) => &[E::EMFILE],
         n if n == _IOC_NR(AMDKFD_IOC_SVM) => &[E::EBUSY, E::EPERM],
         n if n == _IOC_NR(AMDKFD_IOC_SET_XNACK_MODE) => &[E::EBUSY, E::EPERM],
-        _ => &[],
+        _ => kernel_ops::errnos(nr),
     };
     v.extend_from_slice(extra);
     v
@@ -234,6 +237,7 @@ struct Fx {
     xnack: Option<bool>,
     xnack_was: Option<bool>,
     value: Option<Box<AfterWait>>,
+    kernel: kernel_ops::KernelFx,
 }
 
 impl Fx {
@@ -283,6 +287,7 @@ impl Fx {
         for id in self.callbacks.drain(..) {
             check("callback", kfd.unregister_callback(id).map(|_| ()).map_err(Into::into))?;
         }
+        kernel_ops::cleanup(kfd, &mut self.kernel)?;
         for h in self.queues.drain(..).rev() {
             check("queue", kfd.destroy_queue(h).map_err(Into::into))?;
         }
@@ -357,6 +362,9 @@ macro_rules! op {
         Op { name: $name, fresh: true, prepare: $prepare, run: $run }
     };
 }
+
+#[path = "fault_sweep/kernel_ops.rs"]
+mod kernel_ops;
 
 fn alloc_op(kfd: &K, fx: &mut Fx, node: u32, size: u64, flags: MemFlags) -> Outcome {
     let a = kfd.alloc_memory(node, size, flags)?;
@@ -750,6 +758,9 @@ fn operations() -> Vec<Op> {
             |k, _| k.poll(Timeout::Immediate).map(drop).map_err(Into::into)
         ),
     ]
+    .into_iter()
+    .chain(kernel_ops::operations())
+    .collect()
 }
 
 /// Everything the library and the simulated kernel account, compared before and after.
@@ -759,6 +770,7 @@ struct Books {
     queues: usize,
     events: usize,
     kernel: SimAccounting,
+    session: kernel_ops::Session,
 }
 
 fn books(kfd: &K) -> Books {
@@ -770,6 +782,7 @@ fn books(kfd: &K) -> Books {
         queues: kfd.queue_count(),
         events: kfd.event_count(),
         kernel: kfd.platform().accounting(),
+        session: kernel_ops::session(kfd),
     }
 }
 
@@ -857,12 +870,13 @@ fn case(
     if sim.injected_faults() != injected + 1 {
         return Err(format!("the fault did not fire ({} calls)", sim.ioctl_calls(nr) - calls));
     }
+    let retryable = kernel_ops::retried(nr, errno);
     let result_kind = match &result {
-        Ok(()) if !errno.is_retryable() => ResultKind::Absorbed,
+        Ok(()) if !retryable => ResultKind::Absorbed,
         _ => ResultKind::Checked,
     };
     let failed = match result {
-        Ok(()) if errno.is_retryable() => {
+        Ok(()) if retryable => {
             if sim.ioctl_calls(nr) - calls < nth + 1 {
                 return Err("succeeded without issuing the ioctl again".into());
             }
@@ -870,7 +884,7 @@ fn case(
         }
         Ok(()) if absorbed(op.name, nr) => false,
         Ok(()) => return Err("succeeded although the kernel failed".into()),
-        Err(e) if errno.is_retryable() => return Err(format!("not retried: {e:?}")),
+        Err(e) if retryable => return Err(format!("not retried: {e:?}")),
         Err(e) => {
             let name = ioctl_name(nr);
             let translated = translated(nr, errno, &e);
@@ -971,7 +985,7 @@ fn sweep_op_cases(op: &Op, tally: &mut Tally) {
                 }));
                 match r {
                     Ok(Ok(true)) => tally.rejected += 1,
-                    Ok(Ok(false)) if errno.is_retryable() => tally.retried += 1,
+                    Ok(Ok(false)) if kernel_ops::retried(nr, errno) => tally.retried += 1,
                     Ok(Ok(false)) => {
                         tally.absorbed += 1;
                         *tally.absorbed_by.entry(op.name).or_default() += 1;

@@ -655,7 +655,13 @@ fn shutdown_with_work_in_flight() {
             std::thread::yield_now();
         }
         host.shutdown().unwrap();
-        assert_eq!(waiter.join().unwrap(), Err(DriverError::InvalidHandle));
+        // Waiting, it ends with the signal (`InvalidHandle`); on a loaded machine the waiter
+        // may only get to its wait after the shutdown (`NotInitialized`). Either way it ends.
+        let ended = waiter.join().unwrap();
+        assert!(
+            matches!(ended, Err(DriverError::InvalidHandle | DriverError::NotInitialized)),
+            "{ended:?}"
+        );
     });
     assert!(t.elapsed() < Duration::from_secs(5), "shutdown took {:?}", t.elapsed());
     assert_eq!(host.memory_table_len(), 0);

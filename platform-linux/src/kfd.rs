@@ -16,8 +16,10 @@ use core::ffi::c_void;
 use core::mem::size_of;
 
 use hsakmt_core::error::Errno;
-use hsakmt_core::platform::Ioctl;
-use hsakmt_core::uapi::{self, IoctlArg, kfd_ioctl_svm_args, kfd_ioctl_svm_attribute};
+use hsakmt_core::platform::{DbgTrapData, Ioctl};
+use hsakmt_core::uapi::{
+    self, IoctlArg, kfd_ioctl_dbg_trap_args, kfd_ioctl_svm_args, kfd_ioctl_svm_attribute,
+};
 use rustix::fd::BorrowedFd;
 use rustix::ioctl::{IoctlOutput, Opcode};
 
@@ -37,7 +39,7 @@ struct Raw {
 // `&mut T` whose code carries `size_of::<T>()`, or by `svm` from a local block whose size the
 // code carries); the kernel reads and writes at most `_IOC_SIZE(code)` bytes.
 unsafe impl rustix::ioctl::Ioctl for Raw {
-    type Output = ();
+    type Output = u32;
     const IS_MUTATING: bool = true;
 
     fn opcode(&self) -> Opcode {
@@ -50,28 +52,36 @@ unsafe impl rustix::ioctl::Ioctl for Raw {
 
     // SAFETY: the trait's contract (the ioctl succeeded, the pointer is `as_ptr`'s); nothing
     // is read through it: the kernel updated the argument in place.
-    unsafe fn output_from_ptr(_: IoctlOutput, _: *mut c_void) -> rustix::io::Result<()> {
-        Ok(())
+    unsafe fn output_from_ptr(out: IoctlOutput, _: *mut c_void) -> rustix::io::Result<u32> {
+        // rustix turned negative results into errors; what is left is >= 0.
+        Ok(out.unsigned_abs())
     }
 }
 
-/// Issues `code` with `arg` (null for `_IO` requests).
+/// Issues `code` with `arg` (null for `_IO` requests); the ioctl's non-negative result (the
+/// queue count of `DBG_TRAP`'s suspend and resume, else 0).
 ///
 /// # Safety
 /// `arg` is null for a request without argument, else points to `_IOC_SIZE(code)` bytes that
 /// stay borrowed, readable and writable for the call, and every pointer field in them names
 /// memory the kernel may read or write as the request defines.
-unsafe fn raw(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<(), Errno> {
+unsafe fn raw(fd: BorrowedFd<'_>, code: u32, arg: *mut c_void) -> Result<u32, Errno> {
     // SAFETY: see `impl Ioctl for Raw` and this function's contract.
     unsafe { rustix::ioctl::ioctl(fd, Raw { code, arg }) }.map_err(from_rustix)
 }
 
 /// Issues the request of argument type `T` with `arg`; its pointer fields must already name the
-/// caller's slices (`issue` fills them from the borrowed slices of the request).
+/// caller's slices (`issue` fills them from the borrowed slices of the request) or be zero.
 fn call<T: IoctlArg>(fd: BorrowedFd<'_>, arg: &mut T) -> Result<(), Errno> {
+    call_counted(fd, arg).map(|_| ())
+}
+
+/// [`call`] returning the ioctl's non-negative result.
+fn call_counted<T: IoctlArg>(fd: BorrowedFd<'_>, arg: &mut T) -> Result<u32, Errno> {
     // SAFETY: `T::CHECKED_REQUEST` carries `size_of::<T>()` (proved at compile time), and
     // `arg` is a live `&mut T` for the call; `issue` stored the address and length of a
-    // borrowed slice into each pointer field of the requests that have one.
+    // borrowed slice into each pointer field of the requests that have one and zeroed the
+    // pointer fields of the others.
     unsafe { raw(fd, T::CHECKED_REQUEST, ptr(arg)) }
 }
 
@@ -99,6 +109,17 @@ pub fn issue(fd: BorrowedFd<'_>, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         Ioctl::DestroyQueue(a) => call(fd, *a),
         Ioctl::SetMemoryPolicy(a) => call(fd, *a),
         Ioctl::GetClockCounters(a) => call(fd, *a),
+        Ioctl::GetProcessApertures(a) => call(fd, *a),
+        Ioctl::DbgRegisterDeprecated(a) => call(fd, *a),
+        Ioctl::DbgUnregisterDeprecated(a) => call(fd, *a),
+        Ioctl::DbgAddressWatchDeprecated(a) => {
+            a.content_ptr = 0;
+            call(fd, *a)
+        }
+        Ioctl::DbgWaveControlDeprecated(a) => {
+            a.content_ptr = 0;
+            call(fd, *a)
+        }
         Ioctl::UpdateQueue(a) => call(fd, *a),
         Ioctl::CreateEvent(a) => call(fd, *a),
         Ioctl::DestroyEvent(a) => call(fd, *a),
@@ -155,12 +176,95 @@ pub fn issue(fd: BorrowedFd<'_>, request: &mut Ioctl<'_>) -> Result<(), Errno> {
         Ioctl::AvailableMemory(a) => call(fd, *a),
         Ioctl::ExportDmabuf(a) => call(fd, *a),
         Ioctl::RuntimeEnable(a) => call(fd, *a),
+        Ioctl::CriuOp(a) => {
+            a.devices = 0;
+            a.bos = 0;
+            a.priv_data = 0;
+            call(fd, *a)
+        }
+        Ioctl::DbgTrap { args, data, returned } => {
+            bind_dbg_trap(args, data)?;
+            *returned = call_counted(fd, *args)?;
+            Ok(())
+        }
         // SAFETY: `_IO` request: no argument.
         Ioctl::CreateProcess => unsafe {
-            raw(fd, uapi::AMDKFD_IOC_CREATE_PROCESS, core::ptr::null_mut())
+            raw(fd, uapi::AMDKFD_IOC_CREATE_PROCESS, core::ptr::null_mut()).map(|_| ())
         },
+        Ioctl::Profiler(a) => call(fd, *a),
         _ => Err(Errno::ENOTTY),
     }
+}
+
+/// Stores the address and length of `data` into the pointer and count (or size) fields of the
+/// `DBG_TRAP` operation `args.op`, and zeroes them when `data` is [`DbgTrapData::None`], so the
+/// kernel reads and writes only the caller's slice.
+///
+/// # Errors
+/// `EINVAL` when `data` is not the kind the operation takes.
+fn bind_dbg_trap(
+    args: &mut kfd_ioctl_dbg_trap_args,
+    data: &mut DbgTrapData<'_>,
+) -> Result<(), Errno> {
+    use uapi::*;
+    if !data.fits(args.op) {
+        return Err(Errno::EINVAL);
+    }
+    let entry = |size: usize| u32::try_from(size).map_err(|_| Errno::E2BIG);
+    let (ptr, len): (u64, usize) = match data {
+        DbgTrapData::None => (0, 0),
+        DbgTrapData::RuntimeInfo(r) => {
+            (core::ptr::from_mut(*r) as u64, size_of::<kfd_runtime_info>())
+        }
+        DbgTrapData::QueueIds(q) => (addr(q), q.len()),
+        DbgTrapData::ExceptionInfo(b) => (addr(b), b.len()),
+        DbgTrapData::QueueSnapshot(s) => (addr(s), s.len()),
+        DbgTrapData::DeviceSnapshot(s) => (addr(s), s.len()),
+    };
+    let len = entry(len)?;
+    match args.op {
+        KFD_IOC_DBG_TRAP_ENABLE => {
+            let mut e = args.op_args.enable();
+            e.rinfo_ptr = ptr;
+            e.rinfo_size = len;
+            args.op_args = e.into();
+        }
+        KFD_IOC_DBG_TRAP_SUSPEND_QUEUES => {
+            let mut s = args.op_args.suspend_queues();
+            s.queue_array_ptr = ptr;
+            s.num_queues = len;
+            args.op_args = s.into();
+        }
+        KFD_IOC_DBG_TRAP_RESUME_QUEUES => {
+            let mut r = args.op_args.resume_queues();
+            r.queue_array_ptr = ptr;
+            r.num_queues = len;
+            args.op_args = r.into();
+        }
+        KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO => {
+            let mut q = args.op_args.query_exception_info();
+            q.info_ptr = ptr;
+            q.info_size = len;
+            args.op_args = q.into();
+        }
+        KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT => {
+            let mut q = args.op_args.queue_snapshot();
+            q.snapshot_buf_ptr = ptr;
+            q.num_queues = len;
+            q.entry_size = entry(size_of::<kfd_queue_snapshot_entry>())?;
+            args.op_args = q.into();
+        }
+        KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT => {
+            let mut d = args.op_args.device_snapshot();
+            d.snapshot_buf_ptr = ptr;
+            d.num_devices = len;
+            d.entry_size = entry(size_of::<kfd_dbg_device_info_entry>())?;
+            args.op_args = d.into();
+        }
+        // The other operations carry no user pointer.
+        _ => {}
+    }
+    Ok(())
 }
 
 /// `AMDKFD_IOC_SVM` takes the fixed part followed by `nattr` attributes in one block, and the
@@ -185,7 +289,7 @@ fn svm(
     let code = svm_request(attrs.len())?;
     // SAFETY: `block` is a live local holding the fixed part and `nattr` attributes in C
     // layout, at least as many bytes as the code's size field says (`svm_request`).
-    let result = unsafe { raw(fd, code, ptr(&mut block)) };
+    let result = unsafe { raw(fd, code, ptr(&mut block)) }.map(|_| ());
     *args = block.head;
     attrs.copy_from_slice(&block.attrs[..attrs.len()]);
     result

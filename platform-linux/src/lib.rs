@@ -16,6 +16,8 @@ compile_error!(
 #[cfg(all(feature = "rt", not(all(target_arch = "x86_64", target_os = "linux"))))]
 compile_error!("the `rt` runtime supports x86_64 Linux only");
 
+#[cfg(feature = "std")]
+pub mod descriptor;
 pub mod device_node;
 #[cfg(feature = "std")]
 pub mod doorbell;

@@ -11,6 +11,7 @@ use hsakmt_hostmem::PidCache;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
+use crate::descriptor::Descriptors;
 use crate::errno::from_rustix;
 use crate::mapping::{self, LinuxMapping};
 use crate::path::FixedPath;
@@ -30,6 +31,7 @@ pub struct LinuxPlatform {
     kfd: AtomicI32,
     open_lock: Mutex<()>,
     render: [AtomicI32; RENDER_MINORS],
+    descriptors: Descriptors,
     pid: PidCache,
 }
 
@@ -64,6 +66,7 @@ impl LinuxPlatform {
             kfd: AtomicI32::new(-1),
             open_lock: Mutex::new(()),
             render: [const { AtomicI32::new(-1) }; RENDER_MINORS],
+            descriptors: Descriptors::new(),
             pid: PidCache::new(),
         }
     }
@@ -139,7 +142,15 @@ impl KfdDevice for LinuxPlatform {
     }
 
     fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
-        kfd::issue(self.kfd_fd()?, request)
+        kfd::issue(self.kfd_fd()?, request)?;
+        if let Ioctl::SmiEvents(a) = request {
+            let raw = i32::try_from(a.anon_fd).map_err(|_| Errno::EBADF)?;
+            // SAFETY: `AMDKFD_IOC_SMI_EVENTS` succeeded, so `anon_fd` is a descriptor the
+            // kernel just installed for this process and nothing else owns yet.
+            let owned = unsafe { OwnedFd::from_raw_fd(raw) };
+            a.anon_fd = self.descriptors.adopt(owned)?;
+        }
+        Ok(())
     }
 
     fn open_render_node(&self, minor: u32) -> Result<u32, Errno> {
@@ -170,11 +181,30 @@ impl KfdDevice for LinuxPlatform {
     }
 
     fn close_fd(&self, fd: u32) {
+        if self.descriptors.close(fd) {
+            return;
+        }
         if let Ok(raw) = i32::try_from(fd) {
             // SAFETY: core passes only descriptors the kernel handed it (dma-buf exports) and
             // closes each once.
             drop(unsafe { OwnedFd::from_raw_fd(raw) });
         }
+    }
+
+    fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
+        self.descriptors.poll(fd, timeout_ms)
+    }
+
+    fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.descriptors.read(fd, buf)
+    }
+
+    fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
+        self.descriptors.write(fd, data)
+    }
+
+    fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        self.descriptors.pipe()
     }
 
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {

@@ -29,7 +29,14 @@
 
 pub mod archive;
 mod fault;
+
+/// Unit tests count heap allocations (paths that must allocate nothing in steady state).
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: hsakmt_hostmem::CountingAllocator = hsakmt_hostmem::CountingAllocator::new();
+
 mod gpu;
+mod hooks;
 mod host;
 pub mod isa;
 mod kfd;
@@ -52,15 +59,18 @@ pub use gpu::pm4::{
     PM4_RELEASE_MEM, PM4_SET_SH_REG, PM4_WAIT_REG_MEM, PM4_WRITE_DATA,
 };
 pub use gpu::vm::MemRange;
+pub use gpu::watch::WatchAccess;
 pub use gpu::{
     CpMode, DEFAULT_DOORBELL_POLL, IsaCount, QueueFault, QueueState, thread_engine_allocations,
     thread_engine_ns,
 };
+pub use hooks::{AddressWatch, DebugSnapshot};
 pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };
+pub use kfd::files::FILE_FD_BASE;
 pub use kfd::memory::{DMABUF_FD_BASE, DOORBELL_SLICE, GpuMemoryUsage};
-pub use kfd::{DeviceState, FALLBACK_VRAM, RENDER_FD_BASE, thread_ioctl_allocations};
+pub use kfd::{DeviceState, FALLBACK_VRAM, Privileges, RENDER_FD_BASE, thread_ioctl_allocations};
 pub use mapping::SimMapping;
 pub use profile::{
     DEFAULT_PROFILE, Profile, UnknownProfile, parse_file_path, profile_description, profile_names,
@@ -78,9 +88,11 @@ pub struct SimBuilder {
     env: HashMap<String, String>,
     inherit_env: bool,
     hidden_nodes: HashSet<u32>,
+    closed_render_nodes: HashMap<u32, Errno>,
     device: DeviceState,
     cp: gpu::CpConfig,
     stale_pid: bool,
+    privileges: kfd::Privileges,
 }
 
 /// How long an idle queue processor keeps polling before it sleeps (threaded mode).
@@ -98,9 +110,11 @@ impl Default for SimBuilder {
             env: HashMap::new(),
             inherit_env: false,
             hidden_nodes: HashSet::new(),
+            closed_render_nodes: HashMap::new(),
             device: DeviceState::Present,
             cp: gpu::CpConfig::new(CpMode::Threaded, DEFAULT_CP_IDLE_SPIN),
             stale_pid: false,
+            privileges: kfd::Privileges::default(),
         }
     }
 }
@@ -140,6 +154,15 @@ impl SimBuilder {
     #[must_use]
     pub fn hide_node(mut self, node: u32) -> Self {
         self.hidden_nodes.insert(node);
+        self
+    }
+
+    /// Makes opening `/dev/dri/renderD<minor>` fail with `errno` (`ENOENT`: a container that
+    /// does not expose it, `EACCES`: a user outside the render group), while the kernel still
+    /// lists the GPU.
+    #[must_use]
+    pub fn render_node_unavailable(mut self, minor: u32, errno: Errno) -> Self {
+        self.closed_render_nodes.insert(minor, errno);
         self
     }
 
@@ -195,6 +218,13 @@ impl SimBuilder {
         self
     }
 
+    /// The simulated process's privileges (default: none — an ordinary user process).
+    #[must_use]
+    pub fn privileges(mut self, privileges: Privileges) -> Self {
+        self.privileges = privileges;
+        self
+    }
+
     /// Builds the platform. The simulated GPUs are the accessible GPU nodes of the profile.
     #[must_use]
     pub fn build(self) -> SimPlatform {
@@ -204,7 +234,11 @@ impl SimBuilder {
             kfd_version: self.kfd_version,
             env: Arc::new(self.env),
             inherit_env: self.inherit_env,
-            hidden_nodes: Arc::new(self.hidden_nodes),
+            sysfs_state: Arc::new(std::sync::RwLock::new(sysfs::SysfsState {
+                hidden: self.hidden_nodes,
+                generation_bump: 0,
+                closed_render_nodes: self.closed_render_nodes,
+            })),
             epoch: Instant::now(),
             stale_pid: self.stale_pid.then(|| Arc::new(std::sync::atomic::AtomicU32::new(0))),
             device_calls: Arc::new(std::sync::atomic::AtomicU64::new(0)),
@@ -213,15 +247,23 @@ impl SimBuilder {
                 self.kfd_version,
                 DeviceState::Absent,
                 self.cp.clone(),
+                self.privileges,
             )),
         };
         // The sim reads its own profile with the library's parser; a profile it cannot parse
-        // (none of the embedded ones) simply has no GPUs.
+        // (none of the embedded ones) simply has no GPUs. The kernel reads no environment:
+        // the process's overrides (`HSA_OVERRIDE_GFX_VERSION`, ...) do not change its GPUs.
         let mut buf = vec![0u8; READ_BUFFER];
-        if topology.refresh(&sim, &sim, &mut buf).is_err() {
+        if topology.refresh(&sim, &KernelHost(&sim), &mut buf).is_err() {
             topology.clear();
         }
-        sim.kfd = Arc::new(kfd::KfdModel::new(&topology, self.kfd_version, self.device, self.cp));
+        sim.kfd = Arc::new(kfd::KfdModel::new(
+            &topology,
+            self.kfd_version,
+            self.device,
+            self.cp,
+            self.privileges,
+        ));
         sim
     }
 }
@@ -247,7 +289,7 @@ pub struct SimPlatform {
     kfd_version: (u32, u32),
     env: Arc<HashMap<String, String>>,
     inherit_env: bool,
-    hidden_nodes: Arc<HashSet<u32>>,
+    sysfs_state: Arc<std::sync::RwLock<sysfs::SysfsState>>,
     epoch: Instant,
     /// The fork-surviving process-id cache of [`SimBuilder::stale_process_id`].
     stale_pid: Option<Arc<std::sync::atomic::AtomicU32>>,
@@ -526,7 +568,7 @@ impl SimPlatform {
     /// # Errors
     /// `EFAULT` when the range is not inside one buffer mapped on that GPU (a GPU memory fault).
     pub fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Result<(SimMapping, u64), Errno> {
-        let (memory, offset) = kfd::lock(&self.kfd.memory).resolve(gpu_id, va, len)?;
+        let (memory, offset, _) = kfd::lock(&self.kfd.memory).resolve(gpu_id, va, len)?;
         Ok((SimMapping::new(memory), offset))
     }
 }
@@ -684,6 +726,7 @@ impl SimPlatform {
         error: MemoryError,
     ) -> usize {
         let fault = MemoryFault { gpu_id, node: None, address, flags, error, fatal: true };
+        self.kfd.smi.vm_fault(gpu_id, self.kfd.process_id(), &kfd::smi::task_name());
         self.kfd.events.memory_fault(fault.to_kernel())
     }
 
@@ -698,7 +741,14 @@ impl SimPlatform {
         memory_lost: bool,
     ) -> usize {
         let hw = hsakmt_core::event::HwException { gpu_id, node: None, reset, cause, memory_lost };
-        self.kfd.events.gpu_reset(hw.to_kernel())
+        let why = match cause {
+            ResetCause::Ecc => "RAS",
+            _ => "HWS hang",
+        };
+        self.kfd.smi.gpu_reset(gpu_id, false, why);
+        let set = self.kfd.events.gpu_reset(hw.to_kernel());
+        self.kfd.smi.gpu_reset(gpu_id, true, why);
+        set
     }
 
     /// Threads blocked in `WAIT_EVENTS` now.
@@ -730,6 +780,23 @@ impl SimPlatform {
 impl Default for SimPlatform {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The simulated kernel's view of the host: the platform's clock and process, no environment.
+struct KernelHost<'a>(&'a SimPlatform);
+
+impl hsakmt_core::platform::Host for KernelHost<'_> {
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+
+    fn process_id(&self) -> u32 {
+        self.0.process_id()
+    }
+
+    fn env_var(&self, _name: &str, _buf: &mut [u8]) -> Option<usize> {
+        None
     }
 }
 

@@ -22,7 +22,7 @@ use crate::capi_build::{self, Installed};
 use crate::workspace_root;
 
 /// The test program's sources.
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     "main.c",
     "topology.c",
     "memory.c",
@@ -30,6 +30,7 @@ const SOURCES: [&str; 8] = [
     "events.c",
     "bad_input.c",
     "misc.c",
+    "debug.c",
     "consumers.c",
 ];
 
@@ -150,6 +151,8 @@ fn compile(installed: &Installed, exe: &Path, link: Link) -> Result<PathBuf, Str
     cmd.args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
         .arg("-I")
         .arg(installed.include())
+        .arg("-I")
+        .arg(drm_shim(exe)?)
         .arg("-o")
         .arg(exe);
     for s in SOURCES {
@@ -166,6 +169,23 @@ fn compile(installed: &Installed, exe: &Path, link: Link) -> Result<PathBuf, Str
     }
     output(&mut cmd)?;
     Ok(exe.to_path_buf())
+}
+
+/// A directory holding `drm/drm.h` for `hsakmt/linux/kfd_ioctl.h`, which includes the kernel's
+/// `<drm/drm.h>`: Debian ships that header only as libdrm's `<libdrm/drm.h>`, so where
+/// `/usr/include/drm/drm.h` is missing the shim includes libdrm's.
+fn drm_shim(exe: &Path) -> Result<PathBuf, String> {
+    let dir = exe.with_extension("shim");
+    let drm = dir.join("drm");
+    std::fs::create_dir_all(&drm).map_err(|e| format!("creating {}: {e}", drm.display()))?;
+    let text = if Path::new("/usr/include/drm/drm.h").exists() {
+        "#include_next <drm/drm.h>\n"
+    } else {
+        "#include <libdrm/drm.h>\n"
+    };
+    let file = drm.join("drm.h");
+    std::fs::write(&file, text).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    Ok(dir)
 }
 
 fn compile_dtif(installed: &Installed, exe: &Path) -> Result<PathBuf, String> {

@@ -24,6 +24,7 @@ pub(crate) const TARGETS: &[&str] = &[
     "dmabuf_info",
     "aql",
     "sdma",
+    "smi",
     "queue_sizing",
     "code_object",
     "kernel_replies",

@@ -50,13 +50,14 @@ impl Seed {
 }
 
 pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
-    let sets: [(&str, Seeds); 11] = [
+    let sets: [(&str, Seeds); 12] = [
         ("topology", topology()?),
         ("apertures", apertures()),
         ("event_data", event_data()),
         ("dmabuf_info", dmabuf_info()),
         ("aql", aql()?),
         ("sdma", sdma()?),
+        ("smi", smi()),
         ("queue_sizing", queue_sizing()?),
         ("code_object", code_object()?),
         ("cp_pm4", cp_pm4()),
@@ -83,6 +84,28 @@ pub(crate) fn write_seeds(root: &Path) -> Result<(), String> {
         println!("{target}: {} seeds, {total} bytes", seeds.len());
     }
     Ok(())
+}
+
+/// The `smi` target's input: reads of an SMI stream, as amdkfd prints its events
+/// (`kfd_smi_events.c`), with old kernels' shorter lines and a line of an unknown event.
+fn smi() -> Seeds {
+    let reads: [(&str, &[u8]); 5] = [
+        ("vm-fault", b"1 4d2:rocminfo\n"),
+        ("reset", b"3 1 HWS hang\n4 1 HWS hang\n3 2\n4 2\n"),
+        (
+            "migrations",
+            b"5 1234567 -4242 @7f0000(200) 0->b00c b00c:0 0\n\
+              6 1299999 -4242 @7f0000(200) 0->b00c 0 0\n\
+              6 1300000 -4242 @7f0000(200) b00c->0 3\n",
+        ),
+        (
+            "faults-queues",
+            b"7 5 -1 @abc(b00c) W\n8 6 -1 @abc(b00c) M\n9 7 -1 b00c 3\n\
+              a 8 -1 b00c \0\na 9 -1 b00c R\nb 9 -1 @1000(10) b00c 2\n",
+        ),
+        ("process-unknown", b"c 4d2 python3\nd 4d2 python3\n2 ff:10\n1f future event\n"),
+    ];
+    reads.iter().map(|(n, b)| ((*n).to_string(), b.to_vec())).collect()
 }
 
 /// The `topology` target's input: a flags byte, then the files of a two-node tree separated by

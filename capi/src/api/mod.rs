@@ -3,7 +3,7 @@
 //!
 //! Each checks what upstream checks, in the same order, and answers with the status upstream
 //! answers in the same case (see `capi/README.md` for the few deliberate differences, and for
-//! the calls that are not supported yet). Where upstream dereferences a NULL pointer, these
+//! the calls without a kernel interface). Where upstream dereferences a NULL pointer, these
 //! return `HSAKMT_STATUS_INVALID_PARAMETER` instead.
 //!
 //! Functions are `unsafe extern "C"`: their pointer arguments must be NULL or valid for what
@@ -14,6 +14,7 @@ mod event;
 mod event_slots;
 mod memory;
 mod open;
+mod pmc;
 mod profile;
 mod queue;
 mod queue_slots;
@@ -27,6 +28,7 @@ pub use debug::*;
 pub use event::*;
 pub use memory::*;
 pub use open::*;
+pub use pmc::*;
 pub use profile::*;
 pub use queue::*;
 pub use register::*;

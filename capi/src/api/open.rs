@@ -24,7 +24,6 @@ fn forget_session() {
     event_slots::clear();
     queue_slots::clear();
     super::system::forget_mmio();
-    super::debug::forget_runtime();
 }
 
 /// `hsaKmtOpenKFD`: opens the device (reference counted).

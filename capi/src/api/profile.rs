@@ -1,11 +1,11 @@
-//! Profiling: performance counters (`hsaKmtPmc*`), the streaming performance monitor
+//! Profiling besides the counters (`api::pmc`): the streaming performance monitor
 //! (`hsaKmtSPM*`), PC sampling (`hsaKmtPcSampling*`) and SMI events (`hsaKmtOpenSMI`).
 //!
-//! The device facade has no counters, SPM or PC sampling yet (issue #15): they answer
-//! `HSAKMT_STATUS_NOT_SUPPORTED` after upstream's argument checks, as upstream does on a kernel
-//! or ASIC without them; calls naming a trace answer `HSAKMT_STATUS_INVALID_HANDLE`, since no
-//! trace can exist. SMI events are the kernel's: `AMDKFD_IOC_SMI_EVENTS` is issued as upstream
-//! issues it.
+//! amdkfd has no SPM ioctl and its PC-sampling ioctl is not in KFD 1.23's header, so SPM and
+//! PC sampling answer `HSAKMT_STATUS_NOT_SUPPORTED` after upstream's argument checks, as
+//! upstream does on a kernel or ASIC without them; calls naming a PC-sampling session answer
+//! `HSAKMT_STATUS_INVALID_HANDLE`, since none can exist. SMI events are the kernel's:
+//! `AMDKFD_IOC_SMI_EVENTS` is issued as upstream issues it.
 
 use hsakmt_core::platform::Ioctl;
 use hsakmt_core::uapi::kfd_ioctl_smi_events_args;
@@ -30,109 +30,12 @@ fn node_then(what: &str, node: HSAuint32, ok: HSAKMT_STATUS) -> HSAKMT_STATUS {
     })
 }
 
-/// `INVALID_PARAMETER` for trace 0, else `INVALID_HANDLE`: no trace exists.
+/// `INVALID_PARAMETER` for session 0, else `INVALID_HANDLE`: no PC-sampling session exists.
 fn no_trace(trace: HSATraceId) -> HSAKMT_STATUS {
     if trace == 0 { HSAKMT_STATUS_INVALID_PARAMETER } else { HSAKMT_STATUS_INVALID_HANDLE }
 }
 
-/// `hsaKmtPmcGetCounterProperties`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
-///
-/// # Safety
-/// No pointer is dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcGetCounterProperties(
-    NodeId: HSAuint32,
-    CounterProperties: *mut *mut HsaCounterProperties,
-) -> HSAKMT_STATUS {
-    require!(CounterProperties, HSAKMT_STATUS_INVALID_PARAMETER);
-    node_then("hsaKmtPmcGetCounterProperties", NodeId, HSAKMT_STATUS_NOT_SUPPORTED)
-}
-
-/// `hsaKmtPmcRegisterTrace`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
-///
-/// # Safety
-/// No pointer is dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcRegisterTrace(
-    NodeId: HSAuint32,
-    NumberOfCounters: HSAuint32,
-    Counters: *mut HsaCounter,
-    TraceRoot: *mut HsaPmcTraceRoot,
-) -> HSAKMT_STATUS {
-    if NumberOfCounters == 0 || Counters.is_null() || TraceRoot.is_null() {
-        return HSAKMT_STATUS_INVALID_PARAMETER;
-    }
-    node_then("hsaKmtPmcRegisterTrace", NodeId, HSAKMT_STATUS_NOT_SUPPORTED)
-}
-
-/// `hsaKmtPmcUnregisterTrace`: no trace exists.
-///
-/// # Safety
-/// No pointer arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcUnregisterTrace(
-    NodeId: HSAuint32,
-    TraceId: HSATraceId,
-) -> HSAKMT_STATUS {
-    node_then("hsaKmtPmcUnregisterTrace", NodeId, no_trace(TraceId))
-}
-
-/// `hsaKmtPmcAcquireTraceAccess`: no trace exists.
-///
-/// # Safety
-/// No pointer arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcAcquireTraceAccess(
-    NodeId: HSAuint32,
-    TraceId: HSATraceId,
-) -> HSAKMT_STATUS {
-    node_then("hsaKmtPmcAcquireTraceAccess", NodeId, no_trace(TraceId))
-}
-
-/// `hsaKmtPmcReleaseTraceAccess`: no trace exists.
-///
-/// # Safety
-/// No pointer arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcReleaseTraceAccess(
-    NodeId: HSAuint32,
-    TraceId: HSATraceId,
-) -> HSAKMT_STATUS {
-    node_then("hsaKmtPmcReleaseTraceAccess", NodeId, no_trace(TraceId))
-}
-
-/// `hsaKmtPmcStartTrace`: no trace exists.
-///
-/// # Safety
-/// No pointer is dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcStartTrace(
-    TraceId: HSATraceId,
-    _TraceBuffer: *mut core::ffi::c_void,
-    _TraceBufferSizeBytes: HSAuint64,
-) -> HSAKMT_STATUS {
-    no_trace(TraceId)
-}
-
-/// `hsaKmtPmcQueryTrace`: no trace exists.
-///
-/// # Safety
-/// No pointer arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcQueryTrace(TraceId: HSATraceId) -> HSAKMT_STATUS {
-    no_trace(TraceId)
-}
-
-/// `hsaKmtPmcStopTrace`: no trace exists.
-///
-/// # Safety
-/// No pointer arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsaKmtPmcStopTrace(TraceId: HSATraceId) -> HSAKMT_STATUS {
-    no_trace(TraceId)
-}
-
-/// `hsaKmtSPMAcquire`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
+/// `hsaKmtSPMAcquire`: `HSAKMT_STATUS_NOT_SUPPORTED` (no kernel interface).
 ///
 /// # Safety
 /// No pointer arguments.
@@ -141,7 +44,7 @@ pub unsafe extern "C" fn hsaKmtSPMAcquire(PreferredNode: HSAuint32) -> HSAKMT_ST
     node_then("hsaKmtSPMAcquire", PreferredNode, HSAKMT_STATUS_NOT_SUPPORTED)
 }
 
-/// `hsaKmtSPMRelease`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
+/// `hsaKmtSPMRelease`: `HSAKMT_STATUS_NOT_SUPPORTED` (no kernel interface).
 ///
 /// # Safety
 /// No pointer arguments.
@@ -150,7 +53,7 @@ pub unsafe extern "C" fn hsaKmtSPMRelease(PreferredNode: HSAuint32) -> HSAKMT_ST
     node_then("hsaKmtSPMRelease", PreferredNode, HSAKMT_STATUS_NOT_SUPPORTED)
 }
 
-/// `hsaKmtSPMSetDestBuffer`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
+/// `hsaKmtSPMSetDestBuffer`: `HSAKMT_STATUS_NOT_SUPPORTED` (no kernel interface).
 ///
 /// # Safety
 /// No pointer is dereferenced.
@@ -166,7 +69,7 @@ pub unsafe extern "C" fn hsaKmtSPMSetDestBuffer(
     node_then("hsaKmtSPMSetDestBuffer", PreferredNode, HSAKMT_STATUS_NOT_SUPPORTED)
 }
 
-/// `hsaKmtPcSamplingSupport`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
+/// `hsaKmtPcSamplingSupport`: `HSAKMT_STATUS_NOT_SUPPORTED` (no kernel interface).
 ///
 /// # Safety
 /// No pointer arguments.
@@ -179,7 +82,7 @@ pub unsafe extern "C" fn hsaKmtPcSamplingSupport() -> HSAKMT_STATUS {
     }
 }
 
-/// `hsaKmtPcSamplingQueryCapabilities`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
+/// `hsaKmtPcSamplingQueryCapabilities`: `HSAKMT_STATUS_NOT_SUPPORTED` (no kernel interface).
 ///
 /// # Safety
 /// No pointer is dereferenced.
@@ -194,7 +97,7 @@ pub unsafe extern "C" fn hsaKmtPcSamplingQueryCapabilities(
     node_then("hsaKmtPcSamplingQueryCapabilities", NodeId, HSAKMT_STATUS_NOT_SUPPORTED)
 }
 
-/// `hsaKmtPcSamplingCreate`: `HSAKMT_STATUS_NOT_SUPPORTED` (#15).
+/// `hsaKmtPcSamplingCreate`: `HSAKMT_STATUS_NOT_SUPPORTED` (no kernel interface).
 ///
 /// # Safety
 /// No pointer is dereferenced.
@@ -247,7 +150,8 @@ pub unsafe extern "C" fn hsaKmtPcSamplingStop(
 }
 
 /// `hsaKmtOpenSMI`: opens the kernel's SMI event stream of a GPU (`AMDKFD_IOC_SMI_EVENTS`);
-/// `HSAKMT_STATUS_ERROR` when the kernel refuses (the simulator does not model SMI events).
+/// `HSAKMT_STATUS_ERROR` when the kernel refuses (a CPU node's gpu_id 0). Read the kernel's
+/// event lines from the descriptor after writing an 8-byte event mask to it.
 ///
 /// # Safety
 /// `fd` is NULL or valid for writes.

@@ -5,7 +5,7 @@
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hsakmt_core::config::NODE_SET_CAPACITY;
-use hsakmt_core::device::{Kfd, MemoryStorage};
+use hsakmt_core::device::{Error as DeviceError, Kfd, MemoryStorage};
 use hsakmt_core::platform::{Ioctl, Platform};
 use hsakmt_core::uapi::{kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_tile_config_args};
 
@@ -110,7 +110,8 @@ pub unsafe extern "C" fn hsaKmtGetClockCounters(
 }
 
 /// `hsaKmtGetTileConfig`: the GPU's tiling registers (`AMDKFD_IOC_GET_TILE_CONFIG`, as upstream
-/// issues it; `HSAKMT_STATUS_ERROR` when the kernel refuses).
+/// issues it; the simulator answers from its profile); `HSAKMT_STATUS_ERROR` when the kernel
+/// refuses (a CPU node's gpu_id 0).
 ///
 /// # Safety
 /// `config` is NULL or valid for reads and writes, and its arrays are NULL or valid for writes
@@ -168,8 +169,10 @@ pub unsafe extern "C" fn hsaKmtGetTileConfig(
 }
 
 /// `hsaKmtGetAMDGPUDeviceHandle`: the node's device handle, accepted by the `amdgpu_*` entry
-/// points of `libdtif.so` (not by libdrm itself); a node without a GPU answers
-/// `HSAKMT_STATUS_INVALID_NODE_UNIT`, as upstream.
+/// points of `libdtif.so` (not by libdrm itself). The GPU's render node is opened once for the
+/// process (`Kfd::render_device`), as upstream opens it; a node without a GPU answers
+/// `HSAKMT_STATUS_INVALID_NODE_UNIT` and a render node that cannot be opened
+/// `HSAKMT_STATUS_INVALID_HANDLE`, as upstream.
 ///
 /// # Safety
 /// `DeviceHandle` is NULL or valid for writes.
@@ -179,11 +182,24 @@ pub unsafe extern "C" fn hsaKmtGetAMDGPUDeviceHandle(
     DeviceHandle: *mut HsaAMDGPUDeviceHandle,
 ) -> HSAKMT_STATUS {
     let dev = tri!(opened());
-    let gpu = tri!(with_kfd!(dev, k => gpu_id_of(k, "hsaKmtGetAMDGPUDeviceHandle", NodeId)));
+    const WHAT: &str = "hsaKmtGetAMDGPUDeviceHandle";
+    let gpu = tri!(with_kfd!(dev, k => gpu_id_of(k, WHAT, NodeId)));
     if gpu == 0 {
         return HSAKMT_STATUS_INVALID_NODE_UNIT;
     }
     require!(DeviceHandle, HSAKMT_STATUS_INVALID_PARAMETER);
+    match with_kfd!(dev, k => k.render_device(NodeId)) {
+        Ok(_) => {}
+        Err(e @ DeviceError::InvalidNode { .. }) => {
+            device_status(WHAT, &e);
+            return HSAKMT_STATUS_INVALID_NODE_UNIT;
+        }
+        Err(e @ DeviceError::Platform(_)) => {
+            device_status(WHAT, &e);
+            return HSAKMT_STATUS_INVALID_HANDLE;
+        }
+        Err(e) => return device_status(WHAT, &e),
+    }
     let Some(h) = crate::drm::handle_of(NodeId) else { return HSAKMT_STATUS_INVALID_NODE_UNIT };
     // SAFETY: non-NULL and valid for writes, as the caller guarantees.
     unsafe { DeviceHandle.write(h) };

@@ -6,7 +6,8 @@
 //! comes from the snapshot the facade took at open, filled in as upstream's `topology.c` fills
 //! it (GPU nodes gain the LDS, scratch and SVM heaps, plus the MMIO-remap page when mapped).
 //! Upstream reads two things outside the KFD tree that this library does not: the GPU marketing
-//! name (libdrm's table; here the node's `name`, else its `AMDName`) and, for CPU nodes the
+//! name (libdrm's table, which also matches the PCI revision; here the table by device id alone,
+//! else the node's `name`, else its `AMDName`) and, for CPU nodes the
 //! kernel reports no caches for, the CPU caches under `/sys/devices/system/node`.
 
 use core::fmt::Write as _;
@@ -25,8 +26,11 @@ use crate::types::*;
 const GPU_HEAPS: u32 = 3;
 
 /// `hsaKmtAcquireSystemProperties`: the system's node count and platform ids. The snapshot is
-/// taken at open; the first call of each open also maps each GPU's MMIO-remap page, as
-/// upstream's aperture setup does.
+/// taken at open, and taken again by the first acquire after `hsaKmtReleaseSystemProperties`
+/// (`Kfd::acquire_system_properties`: `HSAKMT_STATUS_ERROR` when the tree's `generation_id`
+/// moved while the process holds memory, queues or events — the library's MMIO-remap pages
+/// among them); the first call of each open also maps each GPU's MMIO-remap page, as upstream's
+/// aperture setup does.
 ///
 /// # Safety
 /// `SystemProperties` is NULL or valid for writes.
@@ -38,6 +42,8 @@ pub unsafe extern "C" fn hsaKmtAcquireSystemProperties(
     let props = tri!(with_kfd!(dev, k => {
         tri!(k.check_open().map_err(|e| device_status("hsaKmtAcquireSystemProperties", &e)));
         require!(SystemProperties, HSAKMT_STATUS_INVALID_PARAMETER);
+        tri!(k.acquire_system_properties()
+            .map_err(|e| device_status("hsaKmtAcquireSystemProperties", &e)));
         super::system::map_mmio(k);
         k.with_topology(system_properties)
             .map_err(|e| device_status("hsaKmtAcquireSystemProperties", &e))
@@ -57,15 +63,19 @@ fn system_properties(t: &Topology) -> HsaSystemProperties {
     }
 }
 
-/// `hsaKmtReleaseSystemProperties`: upstream drops its snapshot and apertures here; this
-/// library keeps them for the life of the open (memory stays valid), so there is nothing to
-/// release.
+/// `hsaKmtReleaseSystemProperties`: the next `hsaKmtAcquireSystemProperties` re-reads the
+/// topology, as upstream's drops its snapshot here; until then the node queries keep answering
+/// from the held snapshot (upstream's fail), and memory, queues and events stay valid.
 ///
 /// # Safety
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtReleaseSystemProperties() -> HSAKMT_STATUS {
-    HSAKMT_STATUS_SUCCESS
+    let dev = tri!(opened());
+    match with_kfd!(dev, k => k.release_system_properties()) {
+        Ok(()) => HSAKMT_STATUS_SUCCESS,
+        Err(e) => device_status("hsaKmtReleaseSystemProperties", &e),
+    }
 }
 
 /// `hsaKmtGetNodeProperties`.
@@ -205,7 +215,12 @@ fn fill_node(t: &Topology, v: &NodeView<'_>) -> HsaNodeProperties {
     }
     let amd_len = w.len;
     let amd = amd.get(..amd_len).unwrap_or_default();
-    let marketing = n.name_bytes().filter(|b| !b.is_empty()).unwrap_or(amd);
+    // libdrm's name for the device id where the id alone decides it; else the sysfs name.
+    let marketing = n
+        .marketing_name()
+        .map(str::as_bytes)
+        .or_else(|| n.name_bytes().filter(|b| !b.is_empty()))
+        .unwrap_or(amd);
     fill_names(&mut out, amd, marketing);
     out
 }

@@ -203,6 +203,9 @@ int main(int argc, char **argv)
     survey();
     test_topology();
     test_unsupported();
+    test_debugger();
+    test_counters();
+    test_smi();
 
     if (g_sys.topology_only)
         printf("note: GPU nodes without gpu_id (a topology capture): only topology, bad input "
@@ -237,8 +240,21 @@ int main(int argc, char **argv)
         print_accounting("after", &after);
     }
 
+    /* Released, the next acquire reads the tree again: the same nodes (nothing changed). */
+    EXPECT_OK(hsaKmtReleaseSystemProperties());
+    HsaSystemProperties again;
+    EXPECT_OK(hsaKmtAcquireSystemProperties(&again));
+    CHECK(again.NumNodes == g_sys.nodes, "re-acquired %u nodes, not %u", again.NumNodes,
+          g_sys.nodes);
+    if (g_sys.gpu != INVALID_NODEID) {
+        HsaNodeProperties p;
+        EXPECT_OK(hsaKmtGetNodeProperties(g_sys.gpu, &p));
+        CHECK(p.KFDGpuID == g_sys.gpu_props.KFDGpuID, "node %u is gpu_id %u after re-acquiring",
+              g_sys.gpu, p.KFDGpuID);
+    }
     EXPECT_OK(hsaKmtReleaseSystemProperties());
     EXPECT_OK(hsaKmtCloseKFD());
+    EXPECT(HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED, hsaKmtReleaseSystemProperties());
     HsakmtRsSimAccounting closed = accounting();
     CHECK(closed.open == 0 && closed.buffers == 0 && closed.mappings == 0 &&
               closed.queues == 0 && closed.events == 0 && closed.dmabufs == 0,

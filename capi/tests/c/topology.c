@@ -8,6 +8,23 @@
 #define P(kind, idx, field, value) \
     printf("%s %s %s %llu\n", kind, idx, field, (unsigned long long)(value))
 
+/* FNV-1a (64-bit) over a name's code units up to its NUL: the names printed as numbers. */
+static unsigned long long fnv1a_units16(const HSAuint16 *s)
+{
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < HSA_PUBLIC_NAME_SIZE && s[i] != 0; i++)
+        h = (h ^ s[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static unsigned long long fnv1a_units8(const HSAuint8 *s)
+{
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < HSA_PUBLIC_NAME_SIZE && s[i] != 0; i++)
+        h = (h ^ s[i]) * 0x100000001b3ULL;
+    return h;
+}
+
 static void print_node(HSAuint32 n, const HsaNodeProperties *p)
 {
     char id[32];
@@ -53,6 +70,8 @@ static void print_node(HSAuint32 n, const HsaNodeProperties *p)
     P("node", id, "UniqueID", p->UniqueID);
     P("node", id, "NumXcc", p->NumXcc);
     P("node", id, "KFDGpuID", p->KFDGpuID);
+    P("node", id, "AMDName.fnv1a", fnv1a_units8(p->AMDName));
+    P("node", id, "MarketingName.fnv1a", fnv1a_units16(p->MarketingName));
 }
 
 void test_topology(void)

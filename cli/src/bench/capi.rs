@@ -23,8 +23,9 @@ use hsakmt_linux::{BoxedMemory, boxed_tables};
 use hsakmt_sim::{DEFAULT_PROFILE, SimPlatform};
 
 use super::{Row, Samples};
+use crate::platform::AnyPlatform;
 
-type Dev = Kfd<SimPlatform, BoxedMemory>;
+type Dev = Kfd<AnyPlatform, BoxedMemory>;
 
 /// The C library's object capacity, given to the Rust facade too.
 const OBJECTS: usize = 16_384;
@@ -41,7 +42,8 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     inproc::use_simulator(DEFAULT_PROFILE)?;
     let lib = Library::open()?;
     let c_gpu = lib.first_gpu()?;
-    let kfd: Box<Dev> = Box::new(Kfd::with_memory(SimPlatform::new(), boxed_tables(OBJECTS)));
+    let kfd: Box<Dev> =
+        Box::new(Kfd::with_memory(AnyPlatform::Sim(SimPlatform::new()), boxed_tables(OBJECTS)));
     kfd.open().map_err(|e| e.to_string())?;
     let gpu = kfd.gpu_nodes().map_err(|e| e.to_string())?.first().ok_or("no GPU")?;
     if gpu != c_gpu {

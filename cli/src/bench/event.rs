@@ -20,8 +20,9 @@ use hsakmt_linux::{BoxedMemory, boxed_kfd};
 use hsakmt_sim::SimPlatform;
 
 use super::{Row, Samples};
+use crate::platform::AnyPlatform;
 
-type Dev = Arc<Kfd<SimPlatform, BoxedMemory>>;
+type Dev = Arc<Kfd<AnyPlatform, BoxedMemory>>;
 
 /// How long the setter lets a waiter that announced itself settle into its sleep before
 /// setting: both harnesses announce just before blocking, and a set that lands before the
@@ -40,7 +41,7 @@ fn iterations(base: usize, scale: f64) -> usize {
 }
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
-    let kfd = boxed_kfd(SimPlatform::new(), DEFAULT_MEMORY_OBJECTS);
+    let kfd = boxed_kfd(AnyPlatform::Sim(SimPlatform::new()), DEFAULT_MEMORY_OBJECTS);
     kfd.open().map_err(|e| e.to_string())?;
     let kfd: Dev = Arc::from(kfd);
     let n = iterations(2000, scale);
@@ -136,7 +137,7 @@ fn spin_for(slot: &AtomicU64) -> u64 {
 
 /// Waits until the waiter thread is blocked in the simulated kernel.
 fn until_blocked(kfd: &Dev) {
-    while kfd.platform().event_waiters() == 0 {
+    while kfd.platform().sim().is_some_and(|sim| sim.event_waiters() == 0) {
         std::thread::yield_now();
     }
 }
@@ -218,7 +219,7 @@ fn query(kfd: &Dev, scale: f64) -> Result<Row, String> {
     const BATCH: usize = 1000;
     let h = kfd.create_event(&EventDescriptor::signal()).map_err(|e| e.to_string())?;
     let n = iterations(1000, scale);
-    let ioctls = kfd.platform().total_ioctl_calls();
+    let ioctls = kfd.platform().sim().map_or(0, SimPlatform::total_ioctl_calls);
     let mut q = Samples::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
@@ -229,7 +230,7 @@ fn query(kfd: &Dev, scale: f64) -> Result<Row, String> {
         }
         q.push(t.elapsed().as_nanos() as f64 / BATCH as f64);
     }
-    let query_ioctls = kfd.platform().total_ioctl_calls() - ioctls;
+    let query_ioctls = kfd.platform().sim().map_or(0, SimPlatform::total_ioctl_calls) - ioctls;
     let mut poll = Samples::with_capacity(n / 10 + 1);
     for _ in 0..(n / 10).max(20) {
         let t = Instant::now();

@@ -104,7 +104,7 @@ pub(super) fn dispatch_isa(scale: f64) -> Result<Row, String> {
     let rounds = ((10.0 * scale) as usize).clamp(3, 1000);
     let e = |what: &'static str| move |err: &dyn std::fmt::Display| format!("{what}: {err}");
     let (kfd, node) = open(CpMode::Step)?;
-    let sim = kfd.platform();
+    let sim = kfd.platform().sim().ok_or("not the simulator")?;
     let bytes = embedded_kernels::find(KernelSet::Control, ISA_PROCESSOR)
         .ok_or("no control object for gfx942")?;
     let object = CodeObject::parse(bytes).map_err(|err| e("code object")(&err))?;

@@ -34,6 +34,7 @@ use hsakmt_linux::{BoxedMemory, boxed_tables};
 use hsakmt_sim::SimPlatform;
 
 use super::{Row, Samples};
+use crate::platform::AnyPlatform;
 
 /// Object capacity of the benchmark's device facades.
 const CAPACITY: usize = 131_072;
@@ -91,7 +92,7 @@ const KINDS: [&str; 13] = [
 ];
 
 /// The simulator, counting every platform call by kind (clock and environment reads too).
-struct Counting {
+pub(crate) struct Counting {
     inner: SimPlatform,
     counts: Arc<[AtomicU64; 15]>,
 }
@@ -102,6 +103,11 @@ impl Counting {
         let counts = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
         let handle = Counting { inner: inner.clone(), counts: Arc::clone(&counts) };
         (Counting { inner, counts }, handle)
+    }
+
+    /// The simulator counted.
+    pub(crate) fn inner(&self) -> &SimPlatform {
+        &self.inner
     }
 
     fn bump(&self, kind: usize) {
@@ -163,6 +169,18 @@ impl KfdDevice for Counting {
         self.bump(4);
         self.inner.close_fd(fd);
     }
+    fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
+        self.inner.poll_fd(fd, timeout_ms)
+    }
+    fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.inner.read_fd(fd, buf)
+    }
+    fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
+        self.inner.write_fd(fd, data)
+    }
+    fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        self.inner.create_pipe()
+    }
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         self.bump(5);
         self.inner.reserve_va(hint, size, align)
@@ -202,7 +220,7 @@ impl KfdDevice for Counting {
 
 /// A CPU "mapping" that maps nothing (the bookkeeping rows never touch memory).
 #[derive(Debug, Clone)]
-pub(super) struct NoMapping {
+pub(crate) struct NoMapping {
     addr: u64,
     len: usize,
 }
@@ -233,7 +251,7 @@ impl SharedMemory for NoMapping {
 
 /// The simulator for opening (topology, apertures, VMs), answering the memory ioctls and CPU
 /// mappings instantly: what is left of an alloc + free pair is the library's own work.
-pub(super) struct Instant0 {
+pub(crate) struct Instant0 {
     inner: SimPlatform,
     next: AtomicU64,
 }
@@ -242,6 +260,11 @@ impl Instant0 {
     /// Over a default simulator.
     pub(super) fn new() -> Self {
         Instant0 { inner: SimPlatform::new(), next: AtomicU64::new(1) }
+    }
+
+    /// The simulator behind the instant answers.
+    pub(crate) fn inner(&self) -> &SimPlatform {
+        &self.inner
     }
 }
 
@@ -293,6 +316,18 @@ impl KfdDevice for Instant0 {
     }
     fn close_fd(&self, fd: u32) {
         self.inner.close_fd(fd);
+    }
+    fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno> {
+        self.inner.poll_fd(fd, timeout_ms)
+    }
+    fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.inner.read_fd(fd, buf)
+    }
+    fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno> {
+        self.inner.write_fd(fd, data)
+    }
+    fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        self.inner.create_pipe()
     }
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         self.inner.reserve_va(hint, size, align)
@@ -395,21 +430,21 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
     let timer = timer_overhead();
 
     let sim = SimPlatform::new();
-    let full: Box<Kfd<SimPlatform, BoxedMemory>> =
-        Box::new(Kfd::with_memory(sim.clone(), boxed_tables(CAPACITY)));
+    let full: Box<Kfd<AnyPlatform, BoxedMemory>> =
+        Box::new(Kfd::with_memory(AnyPlatform::Sim(sim.clone()), boxed_tables(CAPACITY)));
     full.open().map_err(|e| e.to_string())?;
     let gpu_node = full.gpu_nodes().map_err(|e| e.to_string())?.first().ok_or("no GPU")?;
     let gpu_id = sim.gpu_ids().first().copied().ok_or("no GPU")?;
 
-    let null = Instant0::new();
-    let book: Box<Kfd<Instant0, BoxedMemory>> =
+    let null = AnyPlatform::Instant(Instant0::new());
+    let book: Box<Kfd<AnyPlatform, BoxedMemory>> =
         Box::new(Kfd::with_memory(null, boxed_tables(CAPACITY)));
     book.open().map_err(|e| e.to_string())?;
 
     // Platform calls of one pair, by kind.
     let (counting, counter) = Counting::new(SimPlatform::new());
-    let counted: Box<Kfd<Counting, BoxedMemory>> =
-        Box::new(Kfd::with_memory(counting, boxed_tables(64)));
+    let counted: Box<Kfd<AnyPlatform, BoxedMemory>> =
+        Box::new(Kfd::with_memory(AnyPlatform::Counted(counting), boxed_tables(64)));
     counted.open().map_err(|e| e.to_string())?;
     let mut calls = std::collections::BTreeMap::new();
     for case in CASES {

@@ -8,7 +8,7 @@ mod check;
 mod event;
 pub(crate) mod goal;
 mod kernels;
-mod memory;
+pub(crate) mod memory;
 mod mixed;
 mod queue;
 mod run_step;

@@ -21,16 +21,18 @@ use hsakmt_core::queue::aql::{AqlPacket, KernelDispatch};
 use hsakmt_core::queue::signal::{Signal, SignalInit};
 use hsakmt_core::topology::NodeKind;
 use hsakmt_linux::{BoxedMemory, boxed_kfd};
-use hsakmt_sim::{CpMode, SimMapping, SimPlatform};
+use hsakmt_sim::{CpMode, SimPlatform};
 
 use super::{Row, Samples};
+use crate::platform::{AnyMapping, AnyPlatform};
 
 pub(crate) fn run(scale: f64) -> Result<Vec<Row>, String> {
     measure(scale)
 }
 
-pub(super) fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, u32), String> {
-    let kfd = boxed_kfd(SimPlatform::builder().cp_mode(mode).build(), DEFAULT_MEMORY_OBJECTS);
+pub(super) fn open(mode: CpMode) -> Result<(Box<Kfd<AnyPlatform, BoxedMemory>>, u32), String> {
+    let sim = AnyPlatform::Sim(SimPlatform::builder().cp_mode(mode).build());
+    let kfd = boxed_kfd(sim, DEFAULT_MEMORY_OBJECTS);
     kfd.open().map_err(|e| e.to_string())?;
     let node = kfd
         .with_topology(|t| {
@@ -42,7 +44,7 @@ pub(super) fn open(mode: CpMode) -> Result<(Box<Kfd<SimPlatform, BoxedMemory>>, 
 }
 
 /// Non-paged system memory on a CPU node, mapped on every GPU, with its CPU view.
-pub(super) fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<SimMapping, String> {
+pub(super) fn buffer(kfd: &Kfd<AnyPlatform, BoxedMemory>, size: u64) -> Result<AnyMapping, String> {
     let cpu = kfd
         .with_topology(|t| {
             t.nodes().find(|n| n.node().kind() == NodeKind::Cpu).and_then(|n| n.node().user_id())
@@ -57,10 +59,10 @@ pub(super) fn buffer(kfd: &Kfd<SimPlatform, BoxedMemory>, size: u64) -> Result<S
 }
 
 pub(super) fn aql(
-    kfd: &Kfd<SimPlatform, BoxedMemory>,
+    kfd: &Kfd<AnyPlatform, BoxedMemory>,
     node: u32,
     slots: u64,
-) -> Result<AqlQueue<SimMapping>, String> {
+) -> Result<AqlQueue<AnyMapping>, String> {
     let info = kfd
         .create_queue(&QueueDesc::new(node, QueueType::ComputeAql, slots * 64))
         .map_err(|e| e.to_string())?;
@@ -78,7 +80,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
 fn dispatch_complete(scale: f64) -> Result<Row, String> {
     let n = ((4000.0 * scale) as usize).clamp(100, 200_000);
     let (kfd, node) = open(CpMode::Threaded)?;
-    let sim = kfd.platform();
+    let sim = kfd.platform().sim().ok_or("not the simulator")?;
     let k = sim.register_kernel("empty", |_| Ok(()));
     let sig = buffer(&kfd, 4096)?;
     let s = Signal::new(&sig, 0).map_err(|e| e.to_string())?;

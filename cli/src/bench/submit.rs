@@ -46,6 +46,7 @@ use hsakmt_linux::{LinuxMapping, boxed_driver};
 use hsakmt_sim::{CpMode, SimPlatform};
 
 use super::{Row, Samples};
+use crate::platform::AnyPlatform;
 
 /// Packets per timed round.
 const ROUND: u64 = 1024;
@@ -298,7 +299,8 @@ fn two_producers(
 /// multi-producer submit on a second simulated device.
 fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
     let sim = SimPlatform::builder().cp_mode(CpMode::Step).build();
-    let driver = boxed_driver(DriverKind::Sim, DriverId(0), sim.clone(), DEFAULT_MEMORY_OBJECTS);
+    let platform = AnyPlatform::Sim(sim.clone());
+    let driver = boxed_driver(DriverKind::Sim, DriverId(0), platform, DEFAULT_MEMORY_OBJECTS);
     driver.init().map_err(|e| e.to_string())?;
     let gpu = (0..driver.agent_count())
         .filter_map(|i| driver.agent(i))
@@ -324,7 +326,9 @@ fn driver_submit(rounds: usize, nop: &PacketWords) -> Result<Row, String> {
         }
         let b = per_packet(t, ROUND);
         sim.run_until_idle();
-        kfd.platform().run_until_idle();
+        if let Some(sim) = kfd.platform().sim() {
+            sim.run_until_idle();
+        }
         if r >= WARM_ROUNDS {
             lib.push(a);
             refs.push(b);
@@ -354,7 +358,7 @@ mod tests {
     #[test]
     fn the_device_call_count_sees_the_drivers_ioctls() {
         let sim = SimPlatform::builder().cp_mode(CpMode::Step).build();
-        let driver = boxed_driver(DriverKind::Sim, DriverId(0), sim.clone(), 64);
+        let driver = boxed_driver(DriverKind::Sim, DriverId(0), AnyPlatform::Sim(sim.clone()), 64);
         let before = sim.device_calls();
         driver.init().unwrap();
         assert!(sim.device_calls() > before, "opening the device makes calls");

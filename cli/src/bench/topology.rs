@@ -15,6 +15,7 @@ use hsakmt_sim::{Profile, SimPlatform, profile_names, relative_path};
 use rustix::fs::{Mode, OFlags};
 
 use super::{Row, Samples};
+use crate::platform::AnyPlatform;
 
 /// The files of a tree as (held directory, bare name): what the floor opens.
 struct FloorFiles {
@@ -96,7 +97,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
         let paths: Vec<String> = profile.files().map(|(f, _)| relative_path(f)).collect();
         let floor_files = FloorFiles::open(&dir, &paths)?;
         let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
-        let linux = LinuxPlatform::with_sysfs(tree);
+        let linux = AnyPlatform::from(LinuxPlatform::with_sysfs(tree));
 
         // Warm the page cache and size the run.
         let t = Instant::now();
@@ -126,7 +127,7 @@ fn measure(scale: f64) -> Result<Vec<Row>, String> {
         rows.push(row);
 
         // In memory: the same tree served by the simulator, so only parsing is measured.
-        let sim = SimPlatform::builder().profile(profile).build();
+        let sim = AnyPlatform::Sim(SimPlatform::builder().profile(profile).build());
         let t = Instant::now();
         let _ = topo.refresh(&sim, &sim, &mut buf);
         let n = iterations(t.elapsed().as_nanos() as f64, 5e8, scale);

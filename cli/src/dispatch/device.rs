@@ -21,6 +21,7 @@ use hsakmt_linux::{BoxedMemory, LinuxPlatform, boxed_driver};
 use hsakmt_sim::{Profile, SimPlatform};
 
 use super::spec::ArgSpec;
+use crate::platform::AnyPlatform;
 
 /// How long one wait for the kernel sleeps before the queue is checked for an error.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
@@ -34,8 +35,8 @@ fn on_queue_error(_queue: QueueId, _kind: ErrorKind) {
 
 /// The drivers `hsakmt dispatch` may use.
 pub(super) struct Devices {
-    kfd: Option<Box<hsakmt_core::driver::KfdDriver<LinuxPlatform, BoxedMemory>>>,
-    sim: Box<hsakmt_core::driver::KfdDriver<SimPlatform, BoxedMemory>>,
+    kfd: Option<Box<hsakmt_core::driver::KfdDriver<AnyPlatform, BoxedMemory>>>,
+    sim: Box<hsakmt_core::driver::KfdDriver<AnyPlatform, BoxedMemory>>,
     profile: String,
 }
 
@@ -44,11 +45,13 @@ impl Devices {
     pub(super) fn detect(sim: Option<&str>) -> Result<Self, String> {
         let profile = sim.unwrap_or(hsakmt_sim::DEFAULT_PROFILE).to_string();
         let p = Profile::embedded(&profile).map_err(|e| e.to_string())?;
-        let platform = SimPlatform::builder().profile(p).inherit_env(true).build();
+        let platform =
+            AnyPlatform::Sim(SimPlatform::builder().profile(p).inherit_env(true).build());
         let simulated =
             boxed_driver(DriverKind::Sim, DriverId(1), platform, DEFAULT_MEMORY_OBJECTS);
         let kfd = sim.is_none().then(|| {
-            boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS)
+            let linux = AnyPlatform::from(LinuxPlatform::new());
+            boxed_driver(DriverKind::Kfd, DriverId(0), linux, DEFAULT_MEMORY_OBJECTS)
         });
         Ok(Self { kfd, sim: simulated, profile })
     }
@@ -111,7 +114,7 @@ impl Devices {
 
     /// Why the simulated queue stopped, when it did.
     fn sim_fault(&self) -> Option<String> {
-        let sim = self.sim.kfd().platform();
+        let sim = self.sim.kfd().platform().sim()?;
         sim.queue_ids().into_iter().find_map(|q| sim.queue_fault(q)).map(|f| {
             let wave = f.wave.map(|w| format!(": {w}")).unwrap_or_default();
             format!("exception {} at packet {}{wave}", f.exception, f.packet)

@@ -39,6 +39,7 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 use crate::inject;
 use crate::output::Failure;
+use crate::platform::AnyPlatform;
 use kernels::{Compute, Registered};
 use pipeline::{Pipeline, control_kernel, copy_kernel};
 use plan::{Plan, agents_to_use};
@@ -154,6 +155,10 @@ struct Allocations {
     library_steady_state: f64,
     /// Made by the simulated kernel inside the loop threads' ioctls, after the warm-up.
     simulated_kernel_steady_state: f64,
+    /// With `--step`: made by the simulated engines (command processors with the ISA
+    /// interpreter, DMA engines) run on the loop threads, after the warm-up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    simulated_engines_steady_state: Option<f64>,
     /// The whole process while the loop ran (the simulated device's threads too).
     process: f64,
 }
@@ -283,9 +288,11 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(Report, Vec<String>), 
     let sim = builder.build();
     let armed = inject::Armed::arm(&sim, &plan.faults);
     let probe = sim.clone();
-    let kfd =
-        boxed_driver(DriverKind::Kfd, DriverId(0), LinuxPlatform::new(), DEFAULT_MEMORY_OBJECTS);
-    let mut simulated = boxed_driver(args.sim_kind(), DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
+    let linux = AnyPlatform::from(LinuxPlatform::new());
+    let kfd = boxed_driver(DriverKind::Kfd, DriverId(0), linux, DEFAULT_MEMORY_OBJECTS);
+    let simulated = AnyPlatform::Sim(sim);
+    let mut simulated =
+        boxed_driver(args.sim_kind(), DriverId(1), simulated, DEFAULT_MEMORY_OBJECTS);
     if args.step {
         // Only the waiting thread runs the engines: a spin would only wait for itself.
         simulated.set_wait_spin_ns(0);
@@ -473,8 +480,9 @@ fn sim_queue_fault(sim: &SimPlatform) -> Option<String> {
 type LoopResult = (Histogram, Histogram, bool, Duration, Vec<String>, Allocations, String);
 /// One agent's latencies and the library's own times (each less the simulated engines' work
 /// on the thread), whether its results checked out, a latency-control note, and its steady
-/// state's allocations (the thread's, those inside ioctls) and iterations.
-type AgentOutcome = (Histogram, Histogram, bool, Option<String>, (u64, u64, u64));
+/// state's allocations (the thread's, those inside ioctls, the simulated engines' on the
+/// thread) and iterations.
+type AgentOutcome = (Histogram, Histogram, bool, Option<String>, (u64, u64, u64, u64));
 
 /// The calling thread's heap allocations less the simulated engines' work run on it (with
 /// `--step` or `--inject` they run inside the loop thread's waits).
@@ -526,7 +534,7 @@ fn run_loop(
                     let mut input = vec![0u8; args.block as usize];
                     let mut output = vec![0u8; args.block as usize];
                     let warm = (count / 10).min(WARM_ITERATIONS);
-                    let mut steady = (0, 0, 0);
+                    let mut steady = (0, 0, 0, 0);
                     for k in 0..count {
                         if failed.load(Ordering::Relaxed) {
                             break;
@@ -534,6 +542,7 @@ fn run_loop(
                         if k == warm {
                             steady.0 = own_allocations();
                             steady.1 = hsakmt_sim::thread_ioctl_allocations();
+                            steady.3 = hsakmt_sim::thread_engine_allocations();
                         }
                         let n = k * threads + i as u64;
                         let engines = hsakmt_sim::thread_engine_ns();
@@ -557,6 +566,7 @@ fn run_loop(
                     }
                     steady.0 = own_allocations().wrapping_sub(steady.0);
                     steady.1 = hsakmt_sim::thread_ioctl_allocations().wrapping_sub(steady.1);
+                    steady.3 = hsakmt_sim::thread_engine_allocations().wrapping_sub(steady.3);
                     Ok((lat, own, ok, rt, steady))
                 })
             })
@@ -593,9 +603,9 @@ fn run_loop(
     let mut library_time = Histogram::new();
     let mut verified = true;
     let mut rt = Vec::new();
-    let (mut library, mut kernel, mut steady_iterations) = (0u64, 0u64, 0u64);
+    let (mut library, mut kernel, mut engines, mut steady_iterations) = (0u64, 0u64, 0u64, 0u64);
     for o in outcomes {
-        let (lat, own, ok, note, (thread, in_ioctls, iterations)) = match o {
+        let (lat, own, ok, note, (thread, in_ioctls, iterations, in_engines)) = match o {
             Ok(o) => o,
             Err(mut e) => {
                 if let Some(why) = &why {
@@ -611,11 +621,15 @@ fn run_loop(
         library = library.saturating_add(thread.saturating_sub(in_ioctls));
         kernel = kernel.saturating_add(in_ioctls);
         steady_iterations = steady_iterations.saturating_add(iterations);
+        engines = engines.saturating_add(in_engines);
     }
     rt.dedup();
     let allocations = Allocations {
         library_steady_state: library as f64 / steady_iterations.max(1) as f64,
         simulated_kernel_steady_state: kernel as f64 / steady_iterations.max(1) as f64,
+        simulated_engines_steady_state: args
+            .step
+            .then(|| engines as f64 / steady_iterations.max(1) as f64),
         process: process_allocations as f64 / args.iterations.max(1) as f64,
     };
     (Ok((all, library_time, verified, elapsed, rt, allocations, computed_by)), released)
@@ -655,6 +669,13 @@ fn print_report(r: &Report) -> Result<(), Failure> {
          kernel in its ioctls (steady state); {:.2} in the whole process",
         h.library_steady_state, h.simulated_kernel_steady_state, h.process
     );
+    if let Some(e) = h.simulated_engines_steady_state {
+        let _ = writeln!(
+            s,
+            "  heap        {e:.2} allocations/iteration by the simulated engines on the loop \
+             thread (steady state)"
+        );
+    }
     if let Some(c) = r.device_calls_per_iteration {
         let _ = writeln!(s, "  device      {c:.2} calls/iteration to the simulated device");
     }

@@ -480,6 +480,7 @@ mod tests {
             p.set_file(file, text.as_bytes());
         }
         let sim = SimPlatform::builder().profile(p).build();
+        let sim = crate::platform::AnyPlatform::Sim(sim);
         let d = boxed_driver(DriverKind::Sim, DriverId(1), sim, DEFAULT_MEMORY_OBJECTS);
         d.init().unwrap();
         d

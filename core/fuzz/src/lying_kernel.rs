@@ -328,6 +328,30 @@ impl KfdDevice for LyingKernel {
 
     fn close_fd(&self, _: u32) {}
 
+    // Descriptors (SMI streams, debugger pipes) say what the input says: ready or not, a read
+    // of any length (even past the buffer), a write of any count.
+    fn poll_fd(&self, _: u32, _: i32) -> Result<bool, Errno> {
+        match self.byte() {
+            0xF0.. => Err(Errno::EBADF),
+            b => Ok(b % 2 == 0),
+        }
+    }
+
+    fn read_fd(&self, _: u32, _: &mut [u8]) -> Result<usize, Errno> {
+        match self.byte() {
+            0xF0.. => Err(Errno::EAGAIN),
+            b => Ok(usize::from(b)),
+        }
+    }
+
+    fn write_fd(&self, _: u32, data: &[u8]) -> Result<usize, Errno> {
+        Ok(data.len().min(usize::from(self.byte())))
+    }
+
+    fn create_pipe(&self) -> Result<(u32, u32), Errno> {
+        Ok((2000, 2001))
+    }
+
     fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
         match hint {
             Some(h) if self.byte() % 4 != 3 => Ok(h),

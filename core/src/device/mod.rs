@@ -19,11 +19,20 @@
 
 mod clock;
 pub mod code_object_manager;
+pub mod debug_manager;
 mod event_manager;
 mod handle_tables;
 pub mod memory_manager;
+mod pmc_manager;
+mod profiler;
 pub mod queue_manager;
+mod render_device;
+mod retired_calls;
+mod runtime;
 mod session;
+mod smi_stream;
+mod system_properties;
+mod tile_config;
 
 use core::borrow::{Borrow, BorrowMut};
 use core::fmt;
@@ -39,12 +48,18 @@ use memory_manager::state::MemoryState;
 use session::{Session, Usability};
 
 pub use memory_manager::{
-    Allocation, DEFAULT_MEMORY_OBJECTS, Inline, MapNodes, MemoryStorage, MemoryTables, MemoryUsage,
-    NodeApertures, PointerInfo, PointerKind,
+    Allocation, DEFAULT_MEMORY_OBJECTS, Heap, HeapKind, Inline, MapNodes, MemoryStorage,
+    MemoryTables, MemoryUsage, NodeApertures, NodeHeaps, PointerInfo, PointerKind,
 };
 
 pub use clock::ClockSample;
+pub use debug_manager::{AddressWatch, Debugger};
 pub use handle_tables::HandleTables;
+pub use pmc_manager::{TraceHandle, TraceRoot};
+pub use render_device::RenderDevice;
+pub use smi_stream::SmiStream;
+pub use system_properties::Acquired;
+pub use tile_config::TileConfig;
 
 pub use event_manager::{
     DEFAULT_SPIN_NS, Dispatched, EventDescriptor, EventInfo, EventState, Mailbox, NO_AGE_SLICE_MS,
@@ -109,6 +124,31 @@ pub enum Error {
     Platform(Errno),
     /// An event operation failed in the library's bookkeeping (stale handle, full table, …).
     Event(crate::event::Error),
+    /// No such user node, or not a GPU where a GPU is needed.
+    InvalidNode {
+        /// The user node id.
+        node: u32,
+    },
+    /// More watch points than `hsaKmtDbgAddressWatch` accepts.
+    TooManyWatchPoints {
+        /// How many were given.
+        given: u32,
+    },
+    /// A call of libhsakmt's header that upstream no longer implements.
+    NotImplemented {
+        /// The C function.
+        call: &'static str,
+    },
+    /// A performance-counter request failed.
+    Pmc(crate::pmc::Error),
+    /// The topology changed (its `generation_id` moved) while the process holds queues,
+    /// events or memory on the old GPUs: close the device and open it again.
+    TopologyChanged {
+        /// The generation of the snapshot held.
+        held: Option<u32>,
+        /// The tree's generation now.
+        now: Option<u32>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -125,6 +165,12 @@ impl fmt::Display for Error {
                 "the kernel's KFD interface is version {}.{}; this library speaks major {}",
                 kernel.major, kernel.minor, KFD_IOCTL_MAJOR_VERSION
             ),
+            // The kernel is new enough: what is missing is on the machine (firmware).
+            Self::NotSupported { feature, needs_minor, kernel }
+                if kernel.major == 1 && kernel.minor >= *needs_minor =>
+            {
+                write!(f, "not supported: this machine lacks {feature}")
+            }
             Self::NotSupported { feature, needs_minor, kernel } => write!(
                 f,
                 "{feature} needs KFD interface 1.{needs_minor}, the kernel has {}.{}",
@@ -135,6 +181,19 @@ impl fmt::Display for Error {
             Self::Memory(e) => e.fmt(f),
             Self::Platform(e) => write!(f, "platform call failed: {e}"),
             Self::Event(e) => e.fmt(f),
+            Self::InvalidNode { node } => write!(f, "node {node} is not a GPU of this process"),
+            Self::TooManyWatchPoints { given } => write!(
+                f,
+                "{given} watch points requested; at most {} are accepted",
+                debug_manager::deprecated::MAX_WATCH_POINTS
+            ),
+            Self::NotImplemented { call } => write!(f, "{call} is not implemented (deprecated)"),
+            Self::Pmc(e) => e.fmt(f),
+            Self::TopologyChanged { held, now } => write!(
+                f,
+                "the topology changed (generation {held:?} -> {now:?}) while queues, events or \
+                 memory are held; close the device and open it again"
+            ),
         }
     }
 }
@@ -151,6 +210,11 @@ impl crate::error::Error for Error {
             Self::Memory(e) => crate::error::Error::kind(e),
             Self::Platform(e) => e.kind(),
             Self::Event(e) => e.kind(),
+            Self::InvalidNode { .. } => ErrorKind::InvalidNode,
+            Self::TooManyWatchPoints { .. } => ErrorKind::InvalidArgument,
+            Self::NotImplemented { .. } => ErrorKind::NotImplemented,
+            Self::Pmc(e) => crate::error::Error::kind(e),
+            Self::TopologyChanged { .. } => ErrorKind::Inconsistent,
         }
     }
 }
@@ -197,6 +261,10 @@ pub struct Kfd<P: Platform, S: MemoryStorage<P::Mapping> = Inline<DEFAULT_MEMORY
     memory: MemoryLock<P::Mapping, S>,
     /// The queue and event tables (see [`Kfd::queues`] and [`Kfd::events`]).
     tables: S::HandleTables,
+    runtime_caps: runtime::RuntimeCaps,
+    debug_pipe: debug_manager::DebugPipe,
+    pmc_traces: spin::Mutex<pmc_manager::Traces>,
+    system_released: system_properties::Released,
 }
 
 impl<P: Platform, S: MemoryStorage<P::Mapping>> fmt::Debug for Kfd<P, S> {
@@ -224,6 +292,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Drop for Kfd<P, S> {
             Usability::Open => {
                 self.teardown_queues();
                 self.teardown_events();
+                self.close_debug_pipe();
                 let held = self.close_memory().is_err();
                 self.session.reset();
                 self.platform.close();
@@ -256,6 +325,10 @@ impl<P: Platform> Kfd<P> {
             topology: spin::RwLock::new(Topology::new()),
             memory: MemoryLock::new(MemoryState::inline()),
             tables: HandleTables::new(),
+            runtime_caps: runtime::RuntimeCaps::new(),
+            debug_pipe: debug_manager::DebugPipe::new(),
+            pmc_traces: spin::Mutex::new(pmc_manager::Traces::new()),
+            system_released: system_properties::Released::new(),
         }
     }
 }
@@ -282,6 +355,10 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             topology: spin::RwLock::new(topology),
             memory: MemoryLock::new(memory),
             tables: handle_tables,
+            runtime_caps: runtime::RuntimeCaps::new(),
+            debug_pipe: debug_manager::DebugPipe::new(),
+            pmc_traces: spin::Mutex::new(pmc_manager::Traces::new()),
+            system_released: system_properties::Released::new(),
         }
     }
 
@@ -343,6 +420,19 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         self.forget_queues();
         self.forget_parent_memory();
         self.events().forget();
+        // The parent's pipe descriptors are the child's copies: forget, do not close.
+        let _ = self.debug_pipe.take();
+        self.pmc_traces.lock().clear();
+        self.runtime_caps_reset();
+    }
+
+    /// What the last close ends besides queues, events and memory: the debugger's pipe, the
+    /// counter traces, the runtime capabilities and a pending release of the snapshot.
+    fn end_session_extras(&self) {
+        self.close_debug_pipe();
+        self.pmc_traces.lock().clear();
+        self.runtime_caps_reset();
+        self.system_released_reset();
     }
 
     fn start(&self, pid: u32) -> Result<(), Error> {
@@ -359,7 +449,12 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         }
         let mut buf = [0u8; READ_BUFFER];
         let mut topology = self.topology.write();
-        (*topology).borrow_mut().refresh(&self.platform, &self.platform, &mut buf)?;
+        (*topology).borrow_mut().refresh_visible(
+            &self.platform,
+            &self.platform,
+            &self.platform,
+            &mut buf,
+        )?;
         drop(topology);
         // The memory manager's ioctls are issued before the session counts as open, so no
         // other call can see a half-initialised memory state.
@@ -388,6 +483,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             // Events first: the event page's view must go before the memory check.
             self.teardown_events();
             self.close_memory()?;
+            self.end_session_extras();
         }
         if self.session.close() == 0 {
             self.platform.close();

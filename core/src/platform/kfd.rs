@@ -13,8 +13,9 @@ use crate::uapi::*;
 /// and a count can never disagree with its array. Fields holding GPU virtual addresses of memory
 /// the library allocated (ring, EOP, context-save area) stay plain `u64`s.
 ///
-/// The debugger (`DBG_TRAP`), checkpoint/restore (`CRIU_OP`), profiler and the deprecated
-/// debug ioctls are not issued by this library and have no variant.
+/// Every ioctl of `kfd_ioctl.h` 1.23 has a variant. A few carry user pointers the library never
+/// fills: the platform zeroes them before the call (see each variant), so the kernel can only
+/// write into memory a slice of the request names.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Ioctl<'a> {
@@ -28,6 +29,8 @@ pub enum Ioctl<'a> {
     SetMemoryPolicy(&'a mut kfd_ioctl_set_memory_policy_args),
     /// `AMDKFD_IOC_GET_CLOCK_COUNTERS`
     GetClockCounters(&'a mut kfd_ioctl_get_clock_counters_args),
+    /// `AMDKFD_IOC_GET_PROCESS_APERTURES` (deprecated: at most 7 GPUs, the array is inline).
+    GetProcessApertures(&'a mut kfd_ioctl_get_process_apertures_args),
     /// `AMDKFD_IOC_UPDATE_QUEUE`
     UpdateQueue(&'a mut kfd_ioctl_update_queue_args),
     /// `AMDKFD_IOC_CREATE_EVENT`
@@ -45,6 +48,16 @@ pub enum Ioctl<'a> {
         /// Per-event data, updated by the kernel (ages, exception data).
         events: &'a mut [kfd_event_data],
     },
+    /// `AMDKFD_IOC_DBG_REGISTER_DEPRECATED` (current kernels answer `EPERM`).
+    DbgRegisterDeprecated(&'a mut kfd_ioctl_dbg_register_args),
+    /// `AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED` (current kernels answer `EPERM`).
+    DbgUnregisterDeprecated(&'a mut kfd_ioctl_dbg_unregister_args),
+    /// `AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED` (current kernels answer `EPERM`); the platform
+    /// zeroes `content_ptr` (the description is never sent).
+    DbgAddressWatchDeprecated(&'a mut kfd_ioctl_dbg_address_watch_args),
+    /// `AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED` (current kernels answer `EPERM`); the platform
+    /// zeroes `content_ptr`.
+    DbgWaveControlDeprecated(&'a mut kfd_ioctl_dbg_wave_control_args),
     /// `AMDKFD_IOC_SET_SCRATCH_BACKING_VA`
     SetScratchBackingVa(&'a mut kfd_ioctl_set_scratch_backing_va_args),
     /// `AMDKFD_IOC_GET_TILE_CONFIG`; the two arrays come from the slices.
@@ -118,14 +131,74 @@ pub enum Ioctl<'a> {
     },
     /// `AMDKFD_IOC_SET_XNACK_MODE`
     SetXnackMode(&'a mut kfd_ioctl_set_xnack_mode_args),
+    /// `AMDKFD_IOC_CRIU_OP` (privileged). The platform zeroes the `devices`, `bos` and
+    /// `priv_data` pointers: only the operations that need no buffer (`PROCESS_INFO`,
+    /// `UNPAUSE`, `RESUME`) can succeed through it.
+    CriuOp(&'a mut kfd_ioctl_criu_args),
     /// `AMDKFD_IOC_AVAILABLE_MEMORY`
     AvailableMemory(&'a mut kfd_ioctl_get_available_memory_args),
     /// `AMDKFD_IOC_EXPORT_DMABUF`
     ExportDmabuf(&'a mut kfd_ioctl_export_dmabuf_args),
-    /// `AMDKFD_IOC_RUNTIME_ENABLE` (`r_debug` is passed as 0 by this library).
+    /// `AMDKFD_IOC_RUNTIME_ENABLE`. `r_debug` is an address the kernel only stores and hands
+    /// back to a debugger; it never dereferences it.
     RuntimeEnable(&'a mut kfd_ioctl_runtime_enable_args),
+    /// `AMDKFD_IOC_DBG_TRAP`: the user pointer of the operation (and the count or size next to
+    /// it) come from `data`, which must be the kind the operation uses
+    /// ([`DbgTrapData::fits`]; a mismatch is `EINVAL` without a call). The kernel's return
+    /// value (the number of queues `SUSPEND_QUEUES` / `RESUME_QUEUES` acted on, else 0) is
+    /// stored into `returned`.
+    DbgTrap {
+        /// Fixed part: pid, op and the operation's arguments.
+        args: &'a mut kfd_ioctl_dbg_trap_args,
+        /// The caller's memory behind the operation's pointer.
+        data: DbgTrapData<'a>,
+        /// The ioctl's non-negative return value (out).
+        returned: u32,
+    },
     /// `AMDKFD_IOC_CREATE_PROCESS`
     CreateProcess,
+    /// `AMDKFD_IOC_PROFILER`
+    Profiler(&'a mut kfd_ioctl_profiler_args),
+}
+
+/// The caller's memory behind the user pointer of one `AMDKFD_IOC_DBG_TRAP` operation.
+///
+/// The platform stores the slice's address into the operation's pointer field and its length
+/// into the count or size beside it (`rinfo_size`, `num_queues`, `info_size`,
+/// `num_queues`/`entry_size`, `num_devices`/`entry_size`), so the kernel never writes past it.
+#[derive(Debug)]
+pub enum DbgTrapData<'a> {
+    /// The operation takes no user memory (its pointer and count are set to 0).
+    None,
+    /// `ENABLE`: receives the saved [`kfd_runtime_info`].
+    RuntimeInfo(&'a mut kfd_runtime_info),
+    /// `SUSPEND_QUEUES` / `RESUME_QUEUES`: queue ids in, the same ids with
+    /// `KFD_DBG_QUEUE_ERROR_MASK` / `KFD_DBG_QUEUE_INVALID_MASK` set on failure out.
+    QueueIds(&'a mut [u32]),
+    /// `QUERY_EXCEPTION_INFO`: receives the exception's data.
+    ExceptionInfo(&'a mut [u8]),
+    /// `GET_QUEUE_SNAPSHOT`: receives one entry per queue (as many as fit).
+    QueueSnapshot(&'a mut [kfd_queue_snapshot_entry]),
+    /// `GET_DEVICE_SNAPSHOT`: receives one entry per device (as many as fit).
+    DeviceSnapshot(&'a mut [kfd_dbg_device_info_entry]),
+}
+
+impl DbgTrapData<'_> {
+    /// Whether this is the kind of memory operation `op` (`KFD_IOC_DBG_TRAP_*`) takes;
+    /// [`DbgTrapData::None`] fits every operation.
+    #[must_use]
+    pub const fn fits(&self, op: u32) -> bool {
+        match self {
+            Self::None => true,
+            Self::RuntimeInfo(_) => op == KFD_IOC_DBG_TRAP_ENABLE,
+            Self::QueueIds(_) => {
+                op == KFD_IOC_DBG_TRAP_SUSPEND_QUEUES || op == KFD_IOC_DBG_TRAP_RESUME_QUEUES
+            }
+            Self::ExceptionInfo(_) => op == KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO,
+            Self::QueueSnapshot(_) => op == KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT,
+            Self::DeviceSnapshot(_) => op == KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT,
+        }
+    }
 }
 
 impl Ioctl<'_> {
@@ -138,12 +211,17 @@ impl Ioctl<'_> {
             Self::DestroyQueue(_) => 0x03,
             Self::SetMemoryPolicy(_) => 0x04,
             Self::GetClockCounters(_) => 0x05,
+            Self::GetProcessApertures(_) => 0x06,
             Self::UpdateQueue(_) => 0x07,
             Self::CreateEvent(_) => 0x08,
             Self::DestroyEvent(_) => 0x09,
             Self::SetEvent(_) => 0x0A,
             Self::ResetEvent(_) => 0x0B,
             Self::WaitEvents { .. } => 0x0C,
+            Self::DbgRegisterDeprecated(_) => 0x0D,
+            Self::DbgUnregisterDeprecated(_) => 0x0E,
+            Self::DbgAddressWatchDeprecated(_) => 0x0F,
+            Self::DbgWaveControlDeprecated(_) => 0x10,
             Self::SetScratchBackingVa(_) => 0x11,
             Self::GetTileConfig { .. } => 0x12,
             Self::SetTrapHandler(_) => 0x13,
@@ -161,10 +239,13 @@ impl Ioctl<'_> {
             Self::SmiEvents(_) => 0x1F,
             Self::Svm { .. } => 0x20,
             Self::SetXnackMode(_) => 0x21,
+            Self::CriuOp(_) => 0x22,
             Self::AvailableMemory(_) => 0x23,
             Self::ExportDmabuf(_) => 0x24,
             Self::RuntimeEnable(_) => 0x25,
+            Self::DbgTrap { .. } => 0x26,
             Self::CreateProcess => 0x27,
+            Self::Profiler(_) => 0x28,
         }
     }
 
@@ -206,8 +287,39 @@ pub trait KfdDevice {
     /// The errno of the open (`EACCES` when the user is not in the render node's group).
     fn open_render_node(&self, minor: u32) -> Result<u32, Errno>;
 
-    /// Closes a descriptor the kernel handed out (a dma-buf from `EXPORT_DMABUF`).
+    /// Closes a descriptor the kernel or [`KfdDevice::create_pipe`] handed out (a dma-buf from
+    /// `EXPORT_DMABUF`, an SMI event stream from `SMI_EVENTS`, a pipe end).
     fn close_fd(&self, fd: u32);
+
+    /// Waits up to `timeout_ms` milliseconds (0: do not wait, negative: no limit) for `fd` to
+    /// have data to read; returns whether it has.
+    ///
+    /// # Errors
+    /// `EBADF` for a descriptor the platform does not know; the errno of `poll`.
+    fn poll_fd(&self, fd: u32, timeout_ms: i32) -> Result<bool, Errno>;
+
+    /// Reads what `fd` holds, up to `buf.len()` bytes, without waiting: `EAGAIN` when it holds
+    /// nothing (poll first).
+    ///
+    /// # Errors
+    /// `EAGAIN` as described; `EBADF` for an unknown descriptor; the errno of `read`.
+    fn read_fd(&self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno>;
+
+    /// Writes `data` to `fd` (an SMI stream takes its 8-byte event mask this way); returns the
+    /// bytes written.
+    ///
+    /// # Errors
+    /// `EBADF` for an unknown descriptor; the errno of `write` (`EFAULT` from an SMI stream for
+    /// fewer than 8 bytes).
+    fn write_fd(&self, fd: u32, data: &[u8]) -> Result<usize, Errno>;
+
+    /// Creates a non-blocking pipe and returns its `(read, write)` descriptors: the
+    /// notification channel a debugger hands `DBG_TRAP_ENABLE`, into which the kernel writes
+    /// one byte per raised exception.
+    ///
+    /// # Errors
+    /// The errno of `pipe2` (`EMFILE`, `ENFILE`).
+    fn create_pipe(&self) -> Result<(u32, u32), Errno>;
 
     /// Reserves `size` bytes of address space (no access, no backing) aligned to `align` (a
     /// power of two), at `hint` when given and free, else where the kernel chooses.

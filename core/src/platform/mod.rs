@@ -21,7 +21,7 @@ use core::fmt;
 mod kfd;
 mod shared_memory;
 
-pub use kfd::{Ioctl, KfdDevice};
+pub use kfd::{DbgTrapData, Ioctl, KfdDevice};
 pub use shared_memory::{Access, SharedMemory};
 
 use crate::error::{Errno, Error, ErrorKind};

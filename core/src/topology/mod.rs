@@ -29,9 +29,13 @@
 //! key ends and `sibling_map` bits are processed eight bytes at a time.
 //!
 //! Where this differs from libhsakmt on purpose:
-//! - nodes hidden by `EPERM` stay in the snapshot, marked inaccessible; libhsakmt drops them.
-//!   [`Node::user_id`] gives libhsakmt's dense node ids. Links to hidden nodes are kept but not
-//!   used for derivations (libhsakmt drops them).
+//! - hidden nodes stay in the snapshot, marked inaccessible with the reason ([`Hidden`]):
+//!   files failing with `EPERM` (a device cgroup), or — with
+//!   [`Topology::refresh_visible`] — a GPU whose render node cannot be opened (a container
+//!   given only some `/dev/dri` nodes); libhsakmt drops them. [`Node::user_id`] gives
+//!   libhsakmt's dense node ids over the visible nodes, [`Node::sysfs_id`] the tree's. Links to
+//!   hidden nodes are kept but not used for derivations, and [`NodeView::visible_links`]
+//!   leaves them out, as libhsakmt does.
 //! - a generation change is retried a bounded number of times ([`GENERATION_RETRIES`]);
 //!   libhsakmt loops forever.
 //! - the gfx override also applies to a GPU whose real version is unknown (libhsakmt ignores
@@ -87,12 +91,14 @@ mod derive;
 mod diag;
 mod gfx;
 mod keys;
+mod marketing;
 mod node;
 mod parse;
 mod refresh;
 mod snapshot;
 mod storage;
 mod validate;
+mod visibility;
 
 #[cfg(test)]
 mod testing;
@@ -111,6 +117,7 @@ pub use keys::{
     CacheKey, CacheProperties, KeyId, LinkKey, LinkProperties, MemBankKey, MemBankProperties,
     NodeKey, NodeProperties, SystemKey, SystemProperties, Width,
 };
+pub use marketing::marketing_name;
 pub use node::{
     Cache, Capability, Capability2, DebugProperties, HeapType, IoLinkType, Link, LinkOrigin,
     MemBank, NAME_CAPACITY, Node, NodeKind, Owner, SiblingMap, UNKNOWN_KEY_NAME_CAPACITY,
@@ -123,6 +130,7 @@ pub use snapshot::{
     DEFAULT_WARNINGS, LISTING_CAPACITY, NodeView, Topology,
 };
 pub use storage::{TopologyCell, TopologyStorage};
+pub use visibility::Hidden;
 
 use crate::error::{Errno, ErrorKind};
 use crate::platform::SysfsDir;
@@ -186,6 +194,16 @@ pub enum Error {
         /// Walks made.
         attempts: u32,
     },
+    /// Opening a GPU's render node failed with an errno other than `ENOENT`/`EPERM` (which
+    /// hide the GPU): libhsakmt fails the snapshot then.
+    RenderNode {
+        /// The node's sysfs id.
+        node: u32,
+        /// `N` of `/dev/dri/renderD<N>`.
+        minor: u32,
+        /// The errno of the open (`EACCES`: not in the render group).
+        errno: Errno,
+    },
     /// An `HSA_OVERRIDE_GFX_VERSION` variable is malformed.
     GfxOverride {
         /// The user node id of `HSA_OVERRIDE_GFX_VERSION_<id>`; `None` for the global variable.
@@ -206,6 +224,11 @@ impl fmt::Display for Error {
             Self::Inconsistent { attempts } => {
                 write!(f, "topology generation changed during each of {attempts} snapshots")
             }
+            Self::RenderNode { node, minor, errno } => write!(
+                f,
+                "cannot open /dev/dri/renderD{minor} of node {node}: {errno} (add the user to the \
+                 group owning it, usually 'render')"
+            ),
             Self::GfxOverride { node: Some(n), reason } => {
                 write!(f, "HSA_OVERRIDE_GFX_VERSION_{n} is invalid: {reason}")
             }
@@ -221,7 +244,7 @@ impl crate::error::Error for Error {
         match self {
             Self::BufferTooSmall { .. } | Self::GfxOverride { .. } => ErrorKind::InvalidArgument,
             Self::NoNodes => ErrorKind::NoDevice,
-            Self::ListFailed { errno, .. } => errno.kind(),
+            Self::ListFailed { errno, .. } | Self::RenderNode { errno, .. } => errno.kind(),
             Self::Inconsistent { .. } => ErrorKind::Inconsistent,
         }
     }

@@ -48,6 +48,9 @@ pub struct Node {
     pub(crate) sysfs_id: u32,
     pub(crate) user_id: Option<u32>,
     pub(crate) accessible: bool,
+    /// Set when the node was hidden because its render node could not be opened: the minor
+    /// and the errno.
+    pub(crate) render_hidden: Option<(u32, crate::error::Errno)>,
     pub(crate) gpu_id: Option<u32>,
     pub(crate) name: [u8; NAME_CAPACITY],
     pub(crate) name_len: u8,
@@ -101,6 +104,7 @@ impl Node {
             sysfs_id,
             user_id: None,
             accessible: true,
+            render_hidden: None,
             gpu_id: None,
             name: [0; NAME_CAPACITY],
             name_len: 0,

@@ -348,7 +348,12 @@ impl<
                 min: MIN_READ_BUFFER as u32,
             });
         }
-        let result = self.take(sysfs, host, buf, options);
+        let result = self.take(sysfs, host, buf, options, None);
+        self.settle(result)
+    }
+
+    /// Logs how a walk ended (its warnings, or its failure, which leaves the snapshot empty).
+    pub(super) fn settle(&mut self, result: Result<(), Error>) -> Result<(), Error> {
         match &result {
             Ok(()) => {
                 for w in self.warnings() {
@@ -363,12 +368,15 @@ impl<
         result
     }
 
-    fn take<S: Sysfs + ?Sized, H: Host + ?Sized>(
+    /// The walk; `render` (see `visibility`) hides the GPUs whose render node cannot be
+    /// opened before user ids and overrides are assigned.
+    pub(super) fn take<S: Sysfs + ?Sized, H: Host + ?Sized>(
         &mut self,
         sysfs: &S,
         host: &H,
         buf: &mut [u8],
         options: &Options,
+        render: Option<&dyn Fn(u32) -> Result<(), Errno>>,
     ) -> Result<(), Error> {
         let trust = options.entries == EntryEnumeration::TrustCounts;
         let mut attempts = 0u32;
@@ -393,6 +401,9 @@ impl<
             );
         }
         self.attempts = attempts;
+        if let Some(probe) = render {
+            self.hide_unopenable(probe)?;
+        }
         self.finish(host)
     }
 

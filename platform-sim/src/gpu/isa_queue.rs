@@ -15,6 +15,7 @@ use hsakmt_core::uapi::{
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::watch::WatchedMemory;
 use super::{Cp, SimQueue};
 use crate::isa::launch::{AqlDispatch, LaunchError, ShRegs, aql_launch};
 use crate::isa::limits::{STALLED_STEP_INSTRUCTIONS, STEP_INSTRUCTIONS};
@@ -81,7 +82,11 @@ const APERTURES: Apertures = Apertures { shared: LDS_BASE, private: SCRATCH_BASE
 pub(crate) struct QueueIsa {
     code: Option<CodeCache>,
     dev: Device,
-    running: Option<(u64, Dispatch)>,
+    /// The key (packet address) of the dispatch in flight, if any.
+    running: Option<u64>,
+    /// The dispatch storage, reused by every dispatch of the queue (work-groups, waves and
+    /// their register files, LDS): the steady state allocates nothing.
+    dispatch: Option<Dispatch>,
     /// The PM4 compute shader registers.
     pub(crate) sh: ShRegs,
     stalled: bool,
@@ -121,7 +126,8 @@ impl QueueIsa {
             return IsaStep::Fault(EC_QUEUE_PACKET_DISPATCH_CODE_INVALID, None);
         };
         let mut mem = VmMemory::new(cp.vm.as_ref(), q.gpu_id);
-        if self.running.as_ref().is_none_or(|(k, _)| *k != key) {
+        if self.running != Some(key) {
+            self.running = None;
             let l = match launch(&mut mem, target) {
                 Ok(l) => l,
                 Err(e) => {
@@ -132,8 +138,14 @@ impl QueueIsa {
                     return IsaStep::Fault(ec, None);
                 }
             };
-            match Dispatch::new(l) {
-                Ok(d) => self.running = Some((key, d)),
+            let started = match &mut self.dispatch {
+                Some(d) => d.restart(l),
+                None => Dispatch::new(l).map(|d| {
+                    self.dispatch = Some(d);
+                }),
+            };
+            match started {
+                Ok(()) => self.running = Some(key),
                 Err(f) => {
                     q.note_wave_fault(f);
                     let (ec, a) = exception(&f);
@@ -151,11 +163,20 @@ impl QueueIsa {
         self.dev.trap_handler = cp.trap_handler(q.gpu_id);
         self.dev.doorbell = q.doorbell_index;
         let budget = if self.stalled { STALLED_STEP_INSTRUCTIONS } else { STEP_INSTRUCTIONS };
-        let (Some((_, d)), Some(code)) = (&mut self.running, &mut self.code) else {
+        let (Some(_), Some(d), Some(code)) = (self.running, &mut self.dispatch, &mut self.code)
+        else {
             return IsaStep::Done;
         };
         let before = d.stats;
-        let r = d.run(&mut mem, &mut self.dev, code, budget);
+        // Address watches a debugger armed: every access of this step is compared. (Always
+        // through `WatchedMemory`, empty or not: one instance of the interpreter's loop, not
+        // two, in the binaries that embed the simulator.)
+        let watches = cp.events.address_watches(q.gpu_id);
+        let mut watched = WatchedMemory::new(&mut mem, &watches);
+        let r = d.run(&mut watched, &mut self.dev, code, budget);
+        if let Some(id) = watched.hit() {
+            cp.events.address_watch_hit(q.gpu_id, q.qid, id);
+        }
         cp.isa_counters.add(Stats {
             instructions: d.stats.instructions - before.instructions,
             lane_instructions: d.stats.lane_instructions - before.lane_instructions,
@@ -205,7 +226,7 @@ impl QueueIsa {
     ) -> IsaStep {
         // The registers are read when the dispatch starts (a later SET_SH_REG does not change
         // a dispatch in flight).
-        let started = self.running.as_ref().is_some_and(|(k, _)| *k == key);
+        let started = self.running == Some(key);
         let launch = match Self::target(q) {
             Some(t) if !started => Some(self.sh.launch(t, dims, initiator, APERTURES)),
             _ => None,

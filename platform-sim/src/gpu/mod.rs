@@ -40,34 +40,39 @@
 
 pub(crate) mod aql;
 pub(crate) mod clock;
+mod doorbells;
 pub(crate) mod isa_queue;
 pub(crate) mod kernel;
 pub(crate) mod pm4;
 pub(crate) mod pqm;
+mod processor;
+mod queue_report;
 mod recorded;
 pub(crate) mod sdma;
 pub(crate) mod vm;
+pub(crate) mod watch;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hsakmt_core::platform::SharedMemory;
 use hsakmt_core::queue::signal::Signal;
 use hsakmt_core::uapi::{EC_QUEUE_WAVE_MEMORY_VIOLATION, KFD_EC_MASK};
-use hsakmt_hostmem::HostMapping;
 
-use crate::isa::limits::IDLE_RUN_INSTRUCTIONS;
-use crate::mapping::DoorbellSink;
+use crate::isa::{MemFault, limits::IDLE_RUN_INSTRUCTIONS};
 use clock::GpuClock;
 use kernel::KernelRegistry;
 use vm::{GpuVm, MemRange, Pin};
 
+pub(crate) use doorbells::Doorbells;
 pub use isa_queue::IsaCount;
 pub(crate) use pqm::GpuFacts;
+use processor::worker;
+pub use queue_report::{QueueFault, QueueState};
 pub(crate) use recorded::RecordedEvents;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -151,50 +156,6 @@ pub(crate) const DOORBELL_POLL_MIN: Duration = Duration::from_micros(50);
 /// [`SimBuilder::cp_doorbell_poll`](crate::SimBuilder::cp_doorbell_poll) says otherwise.
 pub const DEFAULT_DOORBELL_POLL: Duration = Duration::from_millis(2);
 
-/// Why a queue stopped with an error, as the kernel would report it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueFault {
-    /// The kernel's queue id.
-    pub queue_id: u32,
-    /// The queue's GPU.
-    pub gpu_id: u32,
-    /// The exception code (`EC_QUEUE_*` / `EC_DEVICE_*` of `kfd_ioctl.h`); the kernel writes
-    /// `KFD_EC_MASK(exception)` to the queue's error payload.
-    pub exception: u32,
-    /// The packet's index in the queue (AQL), or the read pointer (PM4/SDMA).
-    pub packet: u64,
-    /// The faulting address of a memory violation.
-    pub address: Option<u64>,
-    /// For a fault of a kernel the ISA interpreter ran: the wave's fault (instruction,
-    /// opcode and mnemonic of an illegal instruction, the access of a memory violation).
-    pub wave: Option<crate::isa::WaveFault>,
-}
-
-/// A queue as the simulated hardware holds it (for tests and tools).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueState {
-    /// The GPU.
-    pub gpu_id: u32,
-    /// The ring the queue fetches from (0 when disabled by a null ring).
-    pub ring_address: u64,
-    /// Its size in bytes.
-    pub ring_size: u64,
-    /// Queue percentage.
-    pub percentage: u32,
-    /// Priority 0..=15.
-    pub priority: u32,
-    /// Whether the queue fetches packets (a ring, a non-zero percentage, no error).
-    pub active: bool,
-    /// Packets consumed so far.
-    pub packets: u64,
-    /// The doorbell's index in the GPU's doorbell page.
-    pub doorbell_index: u32,
-    /// The error that stopped the queue.
-    pub fault: Option<QueueFault>,
-    /// Whether the queue is hung by injection ([`crate::SimPlatform::hang_queue`]).
-    pub hung: bool,
-}
-
 /// Where the command processor raises interrupts: the events model.
 pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     /// A signal interrupt with context id `event_id` (an SDMA trap, a `RELEASE_MEM` with an
@@ -215,10 +176,23 @@ pub(crate) trait EventHooks: Send + Sync + fmt::Debug {
     fn set_event(&self, event_id: u32) {
         self.signal_event(event_id);
     }
-    /// A GPU page fault at `address` (KFD raises the process's memory events).
-    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool);
+    /// A GPU page fault: where and why (KFD raises the process's memory events).
+    fn memory_fault(&self, gpu_id: u32, fault: MemFault);
     /// A queue went into error.
     fn queue_error(&self, fault: &QueueFault);
+    /// A queue fault is offered to an attached debugger first; `true` when it took it, and
+    /// the runtime (error payload, error event, memory events) is not told. The default takes
+    /// nothing.
+    fn debug_exception(&self, fault: &QueueFault) -> bool {
+        let _ = fault;
+        false
+    }
+    /// The address watches armed on a GPU, checked on each wave access ([`watch`]); none.
+    fn address_watches(&self, _gpu_id: u32) -> Vec<watch::WatchPoint> {
+        Vec::new()
+    }
+    /// A wave of queue `queue_id` on `gpu_id` touched memory watch `id` covers; nothing.
+    fn address_watch_hit(&self, _gpu_id: u32, _queue_id: u32, _id: u32) {}
     /// The kernel could not preempt a hung queue on `gpu_id` and resets the GPU
     /// (`kfd_hws_hang` → `kfd_signal_reset_event`). The default does nothing.
     fn gpu_hang(&self, gpu_id: u32) {
@@ -404,8 +378,18 @@ pub(crate) struct SimQueue {
     pub(crate) read_pointer: u64,
     pub(crate) write_pointer: u64,
     pub(crate) ctx_save: u64,
+    /// Size of the context-save area (for the debugger's queue snapshot).
+    pub(crate) ctx_save_size: u32,
+    /// The queue type as user space names it (`KFD_IOC_QUEUE_TYPE_*`; SDMA queues created by
+    /// engine id report the kind of engine they got).
+    pub(crate) user_type: u32,
     pub(crate) gfx_target: u32,
     regs: Mutex<Regs>,
+    /// Suspended by a debugger (`DBG_TRAP_SUSPEND_QUEUES`): the processor does not consume the
+    /// queue until it is resumed.
+    suspended: AtomicBool,
+    /// Evicted by the kernel (memory moved under it) until restored.
+    evicted: AtomicBool,
     /// AQL: one past the highest packet index a doorbell announced. PM4/SDMA: last value.
     doorbell: AtomicU64,
     /// The doorbell slot's value at the last poll (`u64::MAX` before the first).
@@ -446,8 +430,16 @@ impl SimQueue {
             read_pointer: pointers.0,
             write_pointer: pointers.1,
             ctx_save,
+            ctx_save_size: 0,
+            user_type: match kind {
+                QueueKind::Aql => hsakmt_core::uapi::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                QueueKind::Pm4 => hsakmt_core::uapi::KFD_IOC_QUEUE_TYPE_COMPUTE,
+                QueueKind::Sdma { .. } => hsakmt_core::uapi::KFD_IOC_QUEUE_TYPE_SDMA,
+            },
             gfx_target,
             regs: Mutex::new(regs),
+            suspended: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
             doorbell: AtomicU64::new(0),
             polled: AtomicU64::new(u64::MAX),
             pending: AtomicBool::new(false),
@@ -464,8 +456,51 @@ impl SimQueue {
         }
     }
 
+    /// The context-save area's size and the user-visible queue type, which only the debugger's
+    /// snapshot reports.
+    #[must_use]
+    pub(crate) fn with_snapshot_facts(mut self, ctx_save_size: u32, user_type: u32) -> Self {
+        self.ctx_save_size = ctx_save_size;
+        self.user_type = user_type;
+        self
+    }
+
     pub(crate) fn regs(&self) -> Regs {
         *lock(&self.regs)
+    }
+
+    /// Evicts (`true`) or restores (`false`) the queue: an evicted queue is off the hardware
+    /// like a suspended one.
+    pub(crate) fn set_evicted(&self, evicted: bool) {
+        if evicted {
+            let _exec = lock(&self.exec);
+            self.evicted.store(true, Ordering::Release);
+        } else {
+            self.evicted.store(false, Ordering::Release);
+            self.kick();
+        }
+    }
+
+    /// Whether the queue is off the hardware: suspended by a debugger or evicted.
+    fn is_off(&self) -> bool {
+        self.is_suspended() || self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Whether a debugger suspended the queue.
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.suspended.load(Ordering::Acquire)
+    }
+
+    /// Suspends (`true`) or resumes (`false`) the queue. Suspending waits for the packet at
+    /// hand to finish, as preemption does; a resumed queue continues at its read index.
+    pub(crate) fn set_suspended(&self, suspended: bool) {
+        if suspended {
+            let _exec = lock(&self.exec);
+            self.suspended.store(true, Ordering::Release);
+        } else {
+            self.suspended.store(false, Ordering::Release);
+            self.kick();
+        }
     }
 
     /// Changes the queue's registers (`UPDATE_QUEUE`), running `also` with them (a ring
@@ -480,9 +515,10 @@ impl SimQueue {
         self.kick();
     }
 
-    /// Whether the queue is active (amdkfd's `QUEUE_IS_ACTIVE`, plus "not in error").
+    /// Whether the queue is active (amdkfd's `QUEUE_IS_ACTIVE`, plus "not in error" and "not
+    /// suspended": a suspended queue is taken off the hardware).
     pub(crate) fn is_active(&self) -> bool {
-        self.regs().active() && lock(&self.fault).is_none()
+        self.regs().active() && lock(&self.fault).is_none() && !self.is_off()
     }
 
     pub(crate) fn fault(&self) -> Option<QueueFault> {
@@ -499,11 +535,12 @@ impl SimQueue {
             ring_size: regs.ring_size,
             percentage: regs.percentage,
             priority: regs.priority,
-            active: regs.active() && fault.is_none(),
+            active: regs.active() && fault.is_none() && !self.is_off(),
             packets: self.packets(),
             doorbell_index: self.doorbell_index,
             fault,
             hung: self.is_hung(),
+            suspended: self.is_suspended(),
         }
     }
 
@@ -582,7 +619,11 @@ impl SimQueue {
     /// Runs the queue for at most `budget` packets.
     pub(crate) fn step(&self, cp: &Cp, budget: usize) -> Step {
         let mut exec = lock(&self.exec);
-        if self.stop.load(Ordering::Acquire) || self.is_hung() || lock(&self.fault).is_some() {
+        if self.stop.load(Ordering::Acquire)
+            || self.is_hung()
+            || self.is_off()
+            || lock(&self.fault).is_some()
+        {
             return Step::Idle;
         }
         let regs = self.regs();
@@ -637,6 +678,23 @@ impl SimQueue {
             wave,
         };
         *lock(&self.fault) = Some(fault);
+        if cp.events.debug_exception(&fault) {
+            cp.events.queue_error(&fault);
+            cp.progress.bump();
+            return;
+        }
+        self.send_to_runtime(cp, KFD_EC_MASK(exception));
+        if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
+            let m = wave.and_then(|w| w.memory_fault()).unwrap_or(MemFault::not_present(a, false));
+            cp.events.memory_fault(self.gpu_id, MemFault { address: a, ..m });
+        }
+        cp.events.queue_error(&fault);
+        cp.progress.bump();
+    }
+
+    /// `kfd_send_exception_to_runtime`: ORs `mask` into the error payload named in the queue's
+    /// context-save-area header and sets its error event.
+    pub(crate) fn send_to_runtime(&self, cp: &Cp, mask: u64) {
         if self.ctx_save != 0
             && let Some(hdr) = cp.vm.resolve(self.gpu_id, self.ctx_save, 40)
         {
@@ -646,114 +704,10 @@ impl SimQueue {
                 && let Some(p) = cp.vm.resolve(self.gpu_id, payload, 8)
                 && let Some(w) = p.u64s().first()
             {
-                w.fetch_or(KFD_EC_MASK(exception), Ordering::AcqRel);
+                w.fetch_or(mask, Ordering::AcqRel);
             }
             if event != 0 {
                 cp.events.set_event(event);
-            }
-        }
-        if let (Some(a), true) = (address, exception == EC_QUEUE_WAVE_MEMORY_VIOLATION) {
-            let write = wave.and_then(|w| w.memory_fault()).is_some_and(|m| m.write);
-            cp.events.memory_fault(self.gpu_id, a, write);
-        }
-        cp.events.queue_error(&fault);
-        cp.progress.bump();
-    }
-}
-
-/// Routes one GPU's doorbell page to its queues.
-pub(crate) struct Doorbells {
-    size: u64,
-    slots: RwLock<Vec<Option<Arc<SimQueue>>>>,
-    /// The process's doorbell page as last mapped: where plain doorbell stores land.
-    page: RwLock<Option<HostMapping>>,
-}
-
-impl fmt::Debug for Doorbells {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Doorbells").field("size", &self.size).finish_non_exhaustive()
-    }
-}
-
-impl Doorbells {
-    pub(crate) fn new(size: u64) -> Self {
-        Doorbells { size, slots: RwLock::new(vec![None; 1024]), page: RwLock::new(None) }
-    }
-
-    /// The doorbell page the process mapped (`kfd_doorbell_mmap`).
-    pub(crate) fn set_page(&self, page: HostMapping) {
-        *self.page.write().unwrap_or_else(PoisonError::into_inner) = Some(page);
-    }
-
-    /// What doorbell `index` of the mapped page holds (`None` before the page is mapped).
-    fn stored(&self, index: u32) -> Option<u64> {
-        let page = self.page.read().unwrap_or_else(PoisonError::into_inner);
-        let page = page.as_ref()?;
-        let i = index as usize;
-        match self.size {
-            8 => page.u64s().get(i).map(|w| w.load(Ordering::Acquire)),
-            _ => page.u32s().get(i).map(|w| u64::from(w.load(Ordering::Acquire))),
-        }
-    }
-
-    pub(crate) fn set(&self, index: u32, q: Option<Arc<SimQueue>>) {
-        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(slot) = s.get_mut(index as usize) {
-            *slot = q;
-        }
-    }
-}
-
-impl DoorbellSink for Doorbells {
-    fn rung(&self, offset: usize, value: u64) {
-        let index = offset as u64 / self.size;
-        let s = self.slots.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(Some(q)) = s.get(index as usize) {
-            q.ring(value);
-        }
-    }
-}
-
-/// A processor thread's loop. An idle processor spins for the configured time, then sleeps
-/// (woken by a doorbell rung through the mapping) and looks at its doorbell again after each
-/// sleep, the sleeps doubling from [`DOORBELL_POLL_MIN`] up to the configured longest.
-fn worker(q: Weak<SimQueue>, cp: Arc<Cp>, doorbells: Option<Arc<Doorbells>>) {
-    let mut idle_since: Option<Instant> = None;
-    let mut blocked_wait = Duration::from_micros(20);
-    let mut poll_wait = DOORBELL_POLL_MIN;
-    loop {
-        let Some(q) = q.upgrade() else { return };
-        if q.stop.load(Ordering::Acquire) {
-            return;
-        }
-        q.pending.store(false, Ordering::SeqCst);
-        if idle_since.is_some()
-            && let Some(d) = &doorbells
-        {
-            q.poll_doorbell(d);
-        }
-        match q.step(&cp, 256) {
-            Step::Progress | Step::Running => {
-                idle_since = None;
-                blocked_wait = Duration::from_micros(20);
-                poll_wait = DOORBELL_POLL_MIN;
-            }
-            Step::Blocked => {
-                idle_since = None;
-                poll_wait = DOORBELL_POLL_MIN;
-                drop(q);
-                cp.progress.wait(blocked_wait);
-                blocked_wait = (blocked_wait * 2).min(Duration::from_millis(1));
-            }
-            Step::Idle => {
-                let since = *idle_since.get_or_insert_with(Instant::now);
-                if since.elapsed() < cp.idle_spin {
-                    drop(q);
-                    std::thread::yield_now();
-                } else {
-                    q.sleep(poll_wait);
-                    poll_wait = (poll_wait * 2).min(cp.doorbell_poll.max(DOORBELL_POLL_MIN));
-                }
             }
         }
     }
@@ -936,6 +890,13 @@ impl GpuModel {
             .map_or(0, |r| r.u64s().first().map_or(0, |w| w.load(Ordering::Acquire)));
         q.raise_fault(&self.cp, exception, packet, address);
         true
+    }
+
+    /// `kfd_send_exception_to_runtime` for queue `qid` (nothing when there is no such queue).
+    pub(crate) fn send_exception_to_runtime(&self, qid: u32, mask: u64) {
+        if let Some(q) = self.queue(qid) {
+            q.send_to_runtime(&self.cp, mask);
+        }
     }
 
     /// Wave instructions, lane instructions and waves the ISA interpreter ran so far.

@@ -238,6 +238,16 @@ fn checked_ring(
     Ok(ring_size.max(KFD_MIN_QUEUE_RING_SIZE))
 }
 
+/// The type amdkfd reports for a queue (`set_queue_type_for_user`): compute queues by format,
+/// SDMA queues by the kind of engine they run on.
+fn user_queue_type(requested: u32, kind: QueueKind, f: &GpuFacts) -> u32 {
+    match kind {
+        QueueKind::Sdma { engine } if engine >= f.sdma_engines => KFD_IOC_QUEUE_TYPE_SDMA_XGMI,
+        QueueKind::Sdma { .. } => KFD_IOC_QUEUE_TYPE_SDMA,
+        QueueKind::Aql | QueueKind::Pm4 => requested,
+    }
+}
+
 fn access_ok(addr: u64, size: u64) -> bool {
     addr.checked_add(size).is_some_and(|e| e <= TASK_SIZE)
 }
@@ -406,6 +416,10 @@ impl GpuModel {
             f.gfx_target,
             regs,
             pins,
+        )
+        .with_snapshot_facts(
+            if compute { a.ctx_save_restore_size } else { 0 },
+            user_queue_type(a.queue_type, kind, f),
         );
         self.start(Arc::new(q));
         drop(pqm);

@@ -36,8 +36,8 @@ impl EventHooks for RecordedEvents {
         }
         signaled.push_back(event_id);
     }
-    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
-        lock(&self.memory_faults).push((gpu_id, address, write));
+    fn memory_fault(&self, gpu_id: u32, fault: crate::isa::MemFault) {
+        lock(&self.memory_faults).push((gpu_id, fault.address, fault.write));
     }
     fn queue_error(&self, fault: &QueueFault) {
         lock(&self.queue_errors).push(*fault);

@@ -354,7 +354,7 @@ impl EventHooks for ReadPointerAtInterrupt {
         let r = self.ptrs.u64s()[16].load(Ordering::Acquire);
         self.seen.lock().unwrap().push((event_id, r));
     }
-    fn memory_fault(&self, _gpu_id: u32, _address: u64, _write: bool) {}
+    fn memory_fault(&self, _gpu_id: u32, _fault: crate::isa::MemFault) {}
     fn queue_error(&self, _fault: &QueueFault) {}
 }
 

@@ -25,6 +25,34 @@ pub struct MemRange {
     backing: HostMapping,
     offset: usize,
     len: usize,
+    access: Access,
+}
+
+/// What a GPU mapping permits beyond reading: amdkfd maps a buffer writable when it was
+/// allocated with `KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE` and executable with
+/// `KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE` (`AMDGPU_VM_PAGE_WRITEABLE`/`_EXECUTABLE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Access {
+    /// Stores and atomics may write it.
+    pub(crate) writable: bool,
+    /// Waves may fetch instructions from it.
+    pub(crate) executable: bool,
+}
+
+impl Access {
+    /// Everything permitted (memory without permissions: the host-CPU driver's).
+    pub(crate) const ALL: Access = Access { writable: true, executable: true };
+
+    /// The permissions of a buffer allocated with the `KFD_IOC_ALLOC_MEM_FLAGS_*` word `flags`.
+    pub(crate) const fn of_alloc_flags(flags: u32) -> Access {
+        use hsakmt_core::uapi::{
+            KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        };
+        Access {
+            writable: flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE != 0,
+            executable: flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE != 0,
+        }
+    }
 }
 
 impl fmt::Debug for MemRange {
@@ -36,7 +64,23 @@ impl fmt::Debug for MemRange {
 impl MemRange {
     /// `len` bytes at byte `offset` of `backing`, or `None` when that is not inside it.
     pub(crate) fn new(backing: HostMapping, offset: usize, len: usize) -> Option<Self> {
-        (offset.checked_add(len)? <= backing.len()).then_some(MemRange { backing, offset, len })
+        (offset.checked_add(len)? <= backing.len()).then_some(MemRange {
+            backing,
+            offset,
+            len,
+            access: Access::ALL,
+        })
+    }
+
+    /// The same range with the permissions `access`.
+    pub(crate) fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// What the mapping permits beyond reading.
+    pub(crate) fn access(&self) -> Access {
+        self.access
     }
 
     /// Copies all of `src` to the start of this range, as a DMA engine does: `memmove`
@@ -148,8 +192,9 @@ impl BoVm {
 
 impl GpuVm for BoVm {
     fn resolve(&self, gpu_id: u32, va: u64, len: u64) -> Option<MemRange> {
-        let (mapping, offset) = self.lock().resolve(gpu_id, va, len).ok()?;
+        let (mapping, offset, flags) = self.lock().resolve(gpu_id, va, len).ok()?;
         MemRange::new(mapping, usize::try_from(offset).ok()?, usize::try_from(len).ok()?)
+            .map(|r| r.with_access(Access::of_alloc_flags(flags)))
     }
 
     fn queue_buffer_get(&self, gpu_id: u32, va: u64, expected: u64) -> Result<Pin, Errno> {

@@ -165,7 +165,7 @@ impl HostHooks {
 impl EventHooks for HostHooks {
     fn signal_event(&self, _event_id: u32) {}
 
-    fn memory_fault(&self, _gpu_id: u32, _address: u64, _write: bool) {}
+    fn memory_fault(&self, _gpu_id: u32, _fault: crate::isa::MemFault) {}
 
     fn queue_error(&self, fault: &QueueFault) {
         let entry = self

@@ -134,6 +134,42 @@ impl Dispatch {
     /// A launch fault when the geometry is empty or too large, or the scratch backing holds
     /// fewer waves than one work-group has.
     pub fn new(launch: Launch) -> Result<Self, WaveFault> {
+        let mut d = Dispatch {
+            launch,
+            groups: [0; 3],
+            total: 0,
+            next: 0,
+            resident: Vec::new(),
+            free_slots: Vec::new(),
+            spare: Vec::new(),
+            vgprs: 0,
+            agprs: 0,
+            stats: Stats::default(),
+        };
+        d.setup()?;
+        Ok(d)
+    }
+
+    /// Starts `launch` over in this dispatch's storage: the work-groups, waves, register files
+    /// and LDS of the dispatches before are reused, so a queue that keeps one `Dispatch`
+    /// allocates nothing per dispatch once its storage has grown to the largest launch. A
+    /// dispatch still in flight is dropped.
+    ///
+    /// # Errors
+    /// As [`Dispatch::new`]; the dispatch is then empty ([`Dispatch::is_done`]).
+    pub fn restart(&mut self, launch: Launch) -> Result<(), WaveFault> {
+        self.launch = launch;
+        self.spare.append(&mut self.resident);
+        self.stats = Stats::default();
+        self.setup()
+    }
+
+    /// Lays out the geometry and scratch slots of `self.launch`.
+    fn setup(&mut self) -> Result<(), WaveFault> {
+        let launch = &self.launch;
+        self.free_slots.clear();
+        self.next = 0;
+        self.total = 0;
         let wg = launch.workgroup;
         let items: u64 = wg.iter().map(|v| u64::from(*v)).product();
         if items == 0 || items > u64::from(MAX_WORKGROUP_ITEMS) {
@@ -143,32 +179,19 @@ impl Dispatch {
             return Err(launch_error("empty grid"));
         }
         let groups = [0, 1, 2].map(|d| launch.grid[d].div_ceil(wg[d]));
-        let total = groups.iter().map(|g| u64::from(*g)).product();
         let waves_per_group = items.div_ceil(LANES as u64) as u32;
-        let slots = match launch.scratch {
-            Some(s) if launch.rsrc2 & rsrc2::SCRATCH_EN != 0 => {
-                if s.waves < waves_per_group {
-                    return Err(launch_error(
-                        "scratch backing holds fewer waves than a work-group",
-                    ));
-                }
-                (0..s.waves).rev().collect()
+        if let Some(s) = launch.scratch
+            && launch.rsrc2 & rsrc2::SCRATCH_EN != 0
+        {
+            if s.waves < waves_per_group {
+                return Err(launch_error("scratch backing holds fewer waves than a work-group"));
             }
-            _ => Vec::new(),
-        };
-        let (vgprs, agprs) = register_counts(launch.target, launch.rsrc1, launch.rsrc3);
-        Ok(Dispatch {
-            launch,
-            groups,
-            total,
-            next: 0,
-            resident: Vec::new(),
-            free_slots: slots,
-            spare: Vec::new(),
-            vgprs,
-            agprs,
-            stats: Stats::default(),
-        })
+            self.free_slots.extend((0..s.waves).rev());
+        }
+        (self.vgprs, self.agprs) = register_counts(launch.target, launch.rsrc1, launch.rsrc3);
+        self.groups = groups;
+        self.total = groups.iter().map(|g| u64::from(*g)).product();
+        Ok(())
     }
 
     /// The launch parameters.
@@ -328,10 +351,16 @@ impl Dispatch {
             while k < self.resident.len() {
                 let g = &mut self.resident[k];
                 for w in &mut g.waves {
-                    if let WaveState::Gws(id) = w.state
-                        && dev.gws.get(id as usize).is_some_and(|v| *v > 0)
-                    {
-                        w.state = WaveState::Running;
+                    match w.state {
+                        WaveState::Gws(id) if dev.gws.get(id as usize).is_some_and(|v| *v > 0) => {
+                            w.state = WaveState::Running;
+                        }
+                        WaveState::GwsBarrier { id, round }
+                            if dev.gws_rounds.get(id as usize).is_some_and(|r| *r != round) =>
+                        {
+                            w.state = WaveState::Running;
+                        }
+                        _ => {}
                     }
                     if w.state != WaveState::Running {
                         continue;

@@ -56,10 +56,6 @@ impl std::fmt::Debug for CodeCache {
     }
 }
 
-fn words_of(bytes: &[u8]) -> Vec<u32> {
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
-
 impl CodeCache {
     /// An empty cache for `target`.
     #[must_use]
@@ -102,14 +98,17 @@ impl CodeCache {
             self.last = Some((base, k));
             return Some(k);
         }
-        let mut bytes = vec![0u8; CODE_PAGE as usize];
-        mem.read(base, &mut bytes).ok()?;
-        let raw = words_of(&bytes);
+        // Read into the stack: checking a page that did not change allocates nothing.
+        let mut bytes = [0u8; CODE_PAGE as usize];
+        mem.fetch(base, &mut bytes).ok()?;
+        let words = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
         let k = match at {
             Some(k) => {
                 let p = &mut self.pages[k];
-                if p.raw != raw {
-                    p.raw = raw;
+                if !p.raw.iter().copied().eq(words.clone()) {
+                    for (r, w) in p.raw.iter_mut().zip(words) {
+                        *r = w;
+                    }
                     p.slots.fill(Slot::Empty);
                 }
                 p.checked = self.generation;
@@ -121,7 +120,7 @@ impl CodeCache {
                     self.index.clear();
                 }
                 self.pages.push(Page {
-                    raw,
+                    raw: words.collect(),
                     slots: vec![Slot::Empty; WORDS],
                     checked: self.generation,
                 });
@@ -162,7 +161,7 @@ impl CodeCache {
         match &self.pages[k].slots[word] {
             Slot::Inst(i) => Ok(i),
             Slot::Bad(u) => Err(WaveFault::undecodable(*u).at(pc)),
-            Slot::Empty => Err(WaveFault::memory(MemFault { address: pc, write: false }).at(pc)),
+            Slot::Empty => Err(WaveFault::memory(MemFault::not_present(pc, false)).at(pc)),
         }
     }
 
@@ -171,15 +170,13 @@ impl CodeCache {
         let mut have = 0;
         for (k, slot) in w.iter_mut().enumerate() {
             let mut b = [0u8; 4];
-            match mem.read(pc.wrapping_add(4 * k as u64), &mut b) {
+            match mem.fetch(pc.wrapping_add(4 * k as u64), &mut b) {
                 Ok(()) => {
                     *slot = u32::from_le_bytes(b);
                     have += 1;
                 }
                 Err(_) if k > 0 => break,
-                Err(_) => {
-                    return Err(WaveFault::memory(MemFault { address: pc, write: false }).at(pc));
-                }
+                Err(f) => return Err(WaveFault::memory(MemFault { address: pc, ..f }).at(pc)),
             }
         }
         self.decoded += 1;

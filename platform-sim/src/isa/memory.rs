@@ -8,20 +8,62 @@ use std::fmt;
 use super::limits::LANES;
 use super::wave::active_lanes;
 
-/// A wave touched an address it may not: nothing is mapped there, or the access is misaligned
-/// where the hardware requires alignment (atomics).
+/// Why an access faulted (the failure bits of amdkfd's memory exception,
+/// `kfd_hsa_memory_exception_data.failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultCause {
+    /// Nothing is mapped there for the GPU (`NotPresent`), or the access is misaligned where
+    /// the hardware requires alignment (atomics).
+    NotPresent,
+    /// A write (store or atomic) to memory mapped without write access (`ReadOnly`: a buffer
+    /// allocated without `KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE`).
+    ReadOnly,
+    /// An instruction fetch from memory mapped without execute access (`NoExecute`: a buffer
+    /// allocated without `KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE`).
+    NoExecute,
+}
+
+/// A wave touched an address it may not: nothing is mapped there, the mapping does not permit
+/// the access, or the access is misaligned where the hardware requires alignment (atomics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemFault {
     /// The first faulting byte address.
     pub address: u64,
     /// Whether the access was a write (stores and atomics).
     pub write: bool,
+    /// Why it faulted.
+    pub cause: FaultCause,
+}
+
+impl MemFault {
+    /// An access to `address` that nothing mapped backs.
+    #[must_use]
+    pub const fn not_present(address: u64, write: bool) -> Self {
+        MemFault { address, write, cause: FaultCause::NotPresent }
+    }
+
+    /// A write to `address`, mapped read-only.
+    #[must_use]
+    pub const fn read_only(address: u64) -> Self {
+        MemFault { address, write: true, cause: FaultCause::ReadOnly }
+    }
+
+    /// An instruction fetch at `address`, mapped without execute access.
+    #[must_use]
+    pub const fn no_execute(address: u64) -> Self {
+        MemFault { address, write: false, cause: FaultCause::NoExecute }
+    }
 }
 
 impl fmt::Display for MemFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = if self.write { "write" } else { "read" };
-        write!(f, "GPU memory violation: {kind} at {:#x}", self.address)
+        let what = match (self.cause, self.write) {
+            (FaultCause::NotPresent, false) => "read",
+            (FaultCause::NotPresent, true) => "write",
+            (FaultCause::ReadOnly, _) => "write to read-only memory",
+            (FaultCause::NoExecute, _) => "instruction fetch from memory without execute access",
+        };
+        write!(f, "GPU memory violation: {what} at {:#x}", self.address)
     }
 }
 
@@ -241,6 +283,17 @@ pub trait WaveMemory {
         Ok(())
     }
 
+    /// Reads `dst.len()` bytes of machine code at `address` (an instruction fetch: the memory
+    /// must permit execution). The default is [`WaveMemory::read`] (memory without
+    /// permissions).
+    ///
+    /// # Errors
+    /// As [`WaveMemory::read`], and a [`FaultCause::NoExecute`] fault for memory mapped
+    /// without execute access.
+    fn fetch(&mut self, address: u64, dst: &mut [u8]) -> Result<(), MemFault> {
+        self.read(address, dst)
+    }
+
     /// Forgets cached translations (between command-processor steps, so that memory the host
     /// freed in between faults instead of being reached through a stale view).
     fn flush(&mut self) {}
@@ -277,7 +330,7 @@ impl TestMemory {
     }
 
     fn find(&mut self, address: u64, len: usize, write: bool) -> Result<&mut [u8], MemFault> {
-        let fault = MemFault { address, write };
+        let fault = MemFault::not_present(address, write);
         let end = address.checked_add(len as u64).ok_or(fault)?;
         let inside = |(base, bytes): &(u64, Vec<u8>)| {
             address >= *base && end <= base.saturating_add(bytes.len() as u64)
@@ -380,7 +433,7 @@ impl WaveMemory for TestMemory {
         cmp: u32,
     ) -> Result<u32, MemFault> {
         if !address.is_multiple_of(4) {
-            return Err(MemFault { address, write: true });
+            return Err(MemFault::not_present(address, true));
         }
         let b = self.find(address, 4, true)?;
         let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
@@ -396,7 +449,7 @@ impl WaveMemory for TestMemory {
         cmp: u64,
     ) -> Result<u64, MemFault> {
         if !address.is_multiple_of(8) {
-            return Err(MemFault { address, write: true });
+            return Err(MemFault::not_present(address, true));
         }
         let b = self.find(address, 8, true)?;
         let mut w = [0u8; 8];

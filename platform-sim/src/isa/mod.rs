@@ -11,8 +11,10 @@
 //!   the 64 lanes in a tight loop under EXEC;
 //! - [`dispatch`]: work-groups of waves, `s_barrier`, the initial wave state, resumable
 //!   scheduling under an instruction budget;
-//! - [`memory`]: the memory interface ([`WaveMemory`]) with a plain [`TestMemory`];
-//!   [`vm_memory`] puts it over the simulator's GPU page tables;
+//! - [`memory`]: the memory interface ([`WaveMemory`]: reads, writes, atomics and
+//!   instruction fetches, each failing with a [`MemFault`] naming its [`FaultCause`]) with a
+//!   plain [`TestMemory`]; [`vm_memory`] puts it over the simulator's GPU page tables and the
+//!   permissions of their mappings (read-only, no-execute);
 //! - [`descriptor`]: kernel descriptors (64-byte v3+ and 256-byte `amd_kernel_code_t`);
 //! - [`launch`]: the command processor's side — launches from AQL packets and PM4 shader
 //!   registers, per-queue state.
@@ -44,7 +46,7 @@ pub use exec::Device;
 pub use fault::{FaultKind, WaveFault};
 pub use icache::CodeCache;
 pub use inst::{Enc, Inst};
-pub use memory::{AtomicOp, MemFault, TestMemory, WaveMemory};
+pub use memory::{AtomicOp, FaultCause, MemFault, TestMemory, WaveMemory};
 pub use ops::Op;
 pub use wave::{Apertures, Wave, WaveState};
 

@@ -1,6 +1,10 @@
 //! [`WaveMemory`] over the simulator's GPU page tables (`GpuVm`): every access is resolved
 //! for the queue's GPU, so an address no buffer mapped on that GPU backs is a memory
-//! violation. Translations are cached per window ([`TLB_WINDOW`] bytes, [`TLB_ENTRIES`] of
+//! violation ([`FaultCause::NotPresent`](super::memory::FaultCause)). Mappings carry the
+//! permissions amdkfd gives a buffer from its allocation flags: a store or atomic to a buffer
+//! allocated without `WRITABLE` faults as [`FaultCause::ReadOnly`](super::memory::FaultCause),
+//! an instruction fetch from one without `EXECUTABLE` as
+//! [`FaultCause::NoExecute`](super::memory::FaultCause); reads are always permitted. Translations are cached per window ([`TLB_WINDOW`] bytes, [`TLB_ENTRIES`] of
 //! them) for the duration of one command-processor step and forgotten by
 //! [`WaveMemory::flush`], so memory the host frees between steps faults instead of being
 //! reached through a stale view.
@@ -58,12 +62,14 @@ impl<'a> VmMemory<'a> {
     }
 
     /// The words of the one window every lane of `mask` addresses an aligned dword in, and
-    /// the window's base; `None` when the lanes spread over windows or are unaligned.
+    /// the window's base; `None` when the lanes spread over windows or are unaligned, or for a
+    /// `write` to a window mapped read-only (the lanes then fault one by one).
     #[inline]
     fn common_window(
         &mut self,
         addresses: &[u64; LANES],
         mask: u64,
+        write: bool,
     ) -> Option<(&[AtomicU32], u64)> {
         if mask == 0 {
             return None;
@@ -78,20 +84,49 @@ impl<'a> VmMemory<'a> {
             return None;
         }
         let (r, _) = self.window(base, TLB_WINDOW)?;
+        if write && !r.access().writable {
+            return None;
+        }
         let words = r.u32s();
         (words.len() as u64 * 4 >= TLB_WINDOW).then_some((words, base))
     }
 
     /// The exact range, resolved without the cache (accesses that cross windows, buffers
-    /// smaller than a window).
+    /// smaller than a window), checked to permit a write when `write`.
     fn exact(&self, address: u64, len: u64, write: bool) -> Result<MemRange, MemFault> {
-        self.vm.resolve(self.gpu_id, address, len).ok_or(MemFault { address, write })
+        let r = self
+            .vm
+            .resolve(self.gpu_id, address, len)
+            .ok_or(MemFault::not_present(address, write))?;
+        writable(&r, address, write)?;
+        Ok(r)
     }
+
+    /// The range of a store or atomic of `len` bytes at `address`, cached or exact, and the
+    /// offset of `address` in it; it must permit writing.
+    fn for_write(&mut self, address: u64, len: u64) -> Result<(MemRange, usize), MemFault> {
+        match self.window(address, len) {
+            Some((r, off)) => {
+                writable(r, address, true)?;
+                Ok((r.clone(), off))
+            }
+            None => Ok((self.exact(address, len, true)?, 0)),
+        }
+    }
+}
+
+/// A write to `r` (at `address`) faults as read-only when the mapping does not permit it.
+#[inline]
+fn writable(r: &MemRange, address: u64, write: bool) -> Result<(), MemFault> {
+    if write && !r.access().writable {
+        return Err(MemFault::read_only(address));
+    }
+    Ok(())
 }
 
 impl WaveMemory for VmMemory<'_> {
     fn read(&mut self, address: u64, dst: &mut [u8]) -> Result<(), MemFault> {
-        let fault = MemFault { address, write: false };
+        let fault = MemFault::not_present(address, false);
         if let Some((r, off)) = self.window(address, dst.len() as u64) {
             return r.read(off, dst).map_err(|_| fault);
         }
@@ -99,11 +134,26 @@ impl WaveMemory for VmMemory<'_> {
     }
 
     fn write(&mut self, address: u64, src: &[u8]) -> Result<(), MemFault> {
-        let fault = MemFault { address, write: true };
+        let fault = MemFault::not_present(address, true);
         if let Some((r, off)) = self.window(address, src.len() as u64) {
+            writable(r, address, true)?;
             return r.write(off, src).map_err(|_| fault);
         }
         self.exact(address, src.len() as u64, true)?.write(0, src).map_err(|_| fault)
+    }
+
+    fn fetch(&mut self, address: u64, dst: &mut [u8]) -> Result<(), MemFault> {
+        let fault = MemFault::not_present(address, false);
+        let executable = |r: &MemRange| {
+            if r.access().executable { Ok(()) } else { Err(MemFault::no_execute(address)) }
+        };
+        if let Some((r, off)) = self.window(address, dst.len() as u64) {
+            executable(r)?;
+            return r.read(off, dst).map_err(|_| fault);
+        }
+        let r = self.exact(address, dst.len() as u64, false)?;
+        executable(&r)?;
+        r.read(0, dst).map_err(|_| fault)
     }
 
     #[inline]
@@ -125,6 +175,7 @@ impl WaveMemory for VmMemory<'_> {
             && let Some((r, off)) = self.window(address, 4)
             && let Some(w) = r.u32s().get(off / 4)
         {
+            writable(r, address, true)?;
             w.store(value, Ordering::Relaxed);
             return Ok(());
         }
@@ -137,7 +188,7 @@ impl WaveMemory for VmMemory<'_> {
         mask: u64,
         out: &mut [u32; LANES],
     ) -> Result<(), MemFault> {
-        if let Some((words, base)) = self.common_window(addresses, mask) {
+        if let Some((words, base)) = self.common_window(addresses, mask, false) {
             for l in active_lanes(mask) {
                 out[l] = words[((addresses[l] - base) / 4) as usize].load(Ordering::Relaxed);
             }
@@ -155,7 +206,7 @@ impl WaveMemory for VmMemory<'_> {
         mask: u64,
         values: &[u32; LANES],
     ) -> Result<(), MemFault> {
-        if let Some((words, base)) = self.common_window(addresses, mask) {
+        if let Some((words, base)) = self.common_window(addresses, mask, true) {
             for l in active_lanes(mask) {
                 words[((addresses[l] - base) / 4) as usize].store(values[l], Ordering::Relaxed);
             }
@@ -174,14 +225,11 @@ impl WaveMemory for VmMemory<'_> {
         data: u32,
         cmp: u32,
     ) -> Result<u32, MemFault> {
-        let fault = MemFault { address, write: true };
+        let fault = MemFault::not_present(address, true);
         if !address.is_multiple_of(4) {
             return Err(fault);
         }
-        let range = match self.window(address, 4) {
-            Some((r, off)) => (r.clone(), off),
-            None => (self.exact(address, 4, true)?, 0),
-        };
+        let range = self.for_write(address, 4)?;
         let cell = range.0.u32s().get(range.1 / 4).ok_or(fault)?;
         let old = match op {
             AtomicOp::Add => cell.fetch_add(data, Ordering::AcqRel),
@@ -208,14 +256,11 @@ impl WaveMemory for VmMemory<'_> {
         data: u64,
         cmp: u64,
     ) -> Result<u64, MemFault> {
-        let fault = MemFault { address, write: true };
+        let fault = MemFault::not_present(address, true);
         if !address.is_multiple_of(8) {
             return Err(fault);
         }
-        let range = match self.window(address, 8) {
-            Some((r, off)) => (r.clone(), off),
-            None => (self.exact(address, 8, true)?, 0),
-        };
+        let range = self.for_write(address, 8)?;
         let cell = range.0.u64s().get(range.1 / 8).ok_or(fault)?;
         let old = match op {
             AtomicOp::Add => cell.fetch_add(data, Ordering::AcqRel),

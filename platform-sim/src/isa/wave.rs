@@ -59,6 +59,14 @@ pub enum WaveState {
     Barrier,
     /// Waiting on a GWS semaphore (`ds_gws_sema_p`) of this resource.
     Gws(u32),
+    /// Waiting at the GWS barrier (`ds_gws_barrier`) of resource `id` until its round
+    /// `round` completes.
+    GwsBarrier {
+        /// The resource.
+        id: u32,
+        /// The round the wave arrived in.
+        round: u32,
+    },
     /// Stopped by `s_sethalt` (resumed by nothing in the model).
     Halted,
     /// Finished (`s_endpgm`).

@@ -9,20 +9,38 @@ use hsakmt_core::event::{
     FaultFlags, HwException, MemoryError, MemoryFault, ResetCause, ResetType,
 };
 
+use super::debug::Debugger;
 use super::event::SimEvents;
-use crate::gpu::vm::GpuVm;
+use super::files::Files;
+use super::smi::{Smi, task_name};
+use crate::gpu::vm::{GPU_PAGE, GpuVm};
+use crate::gpu::watch::WatchPoint;
 use crate::gpu::{EventHooks, QueueFault, RecordedEvents};
+use crate::isa::{FaultCause, MemFault};
 
-/// [`EventHooks`] over the events model.
+/// The reset cause amdgpu reports for a reset the KFD scheduler asked for
+/// (`amdgpu_reset_get_desc` of `AMDGPU_RESET_SRC_HWS`).
+pub(crate) const HWS_HANG: &str = "HWS hang";
+
+/// [`EventHooks`] over the events model, the debugger and the SMI clients.
 #[derive(Debug)]
 pub(crate) struct CpEvents {
     record: Arc<RecordedEvents>,
     events: Arc<SimEvents>,
+    debug: Arc<Debugger>,
+    files: Arc<Files>,
+    smi: Arc<Smi>,
 }
 
 impl CpEvents {
-    pub(crate) fn new(record: Arc<RecordedEvents>, events: Arc<SimEvents>) -> Self {
-        CpEvents { record, events }
+    pub(crate) fn new(
+        record: Arc<RecordedEvents>,
+        events: Arc<SimEvents>,
+        debug: Arc<Debugger>,
+        files: Arc<Files>,
+        smi: Arc<Smi>,
+    ) -> Self {
+        CpEvents { record, events, debug, files, smi }
     }
 }
 
@@ -59,13 +77,21 @@ impl EventHooks for CpEvents {
         let _ = self.events.set(event_id);
     }
 
-    fn memory_fault(&self, gpu_id: u32, address: u64, write: bool) {
-        self.record.memory_fault(gpu_id, address, write);
+    fn memory_fault(&self, gpu_id: u32, fault: MemFault) {
+        self.record.memory_fault(gpu_id, fault);
+        self.smi.vm_fault(gpu_id, std::process::id(), &task_name());
+        // As amdkfd's SoC15 fault interrupt: the faulting page's address (`page_addr <<
+        // PAGE_SHIFT`), the failure bit of the cause, precise.
+        let flags = match fault.cause {
+            FaultCause::NotPresent => FaultFlags::NOT_PRESENT,
+            FaultCause::ReadOnly => FaultFlags::READ_ONLY,
+            FaultCause::NoExecute => FaultFlags::NO_EXECUTE,
+        };
         let fault = MemoryFault {
             gpu_id,
             node: None,
-            address,
-            flags: FaultFlags::NOT_PRESENT,
+            address: fault.address & !(GPU_PAGE - 1),
+            flags,
             error: MemoryError::None,
             fatal: true,
         };
@@ -76,8 +102,27 @@ impl EventHooks for CpEvents {
         self.record.queue_error(fault);
     }
 
+    fn debug_exception(&self, fault: &QueueFault) -> bool {
+        self.debug.queue_fault(
+            &self.files,
+            fault.queue_id,
+            fault.gpu_id,
+            fault.exception,
+            fault.address,
+        )
+    }
+
+    fn address_watches(&self, gpu_id: u32) -> Vec<WatchPoint> {
+        self.debug.armed_watches(gpu_id)
+    }
+
+    fn address_watch_hit(&self, _gpu_id: u32, queue_id: u32, _id: u32) {
+        self.debug.watch_hit(&self.files, queue_id);
+    }
+
     fn gpu_hang(&self, gpu_id: u32) {
         self.record.gpu_hang(gpu_id);
+        self.smi.gpu_reset(gpu_id, false, HWS_HANG);
         let hw = HwException {
             gpu_id,
             node: None,
@@ -86,5 +131,6 @@ impl EventHooks for CpEvents {
             memory_lost: false,
         };
         self.events.gpu_reset(hw.to_kernel());
+        self.smi.gpu_reset(gpu_id, true, HWS_HANG);
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! | ioctl | checks (errno) |
 //! |---|---|
-//! | `ALLOC_MEMORY_OF_GPU` | size 0, unknown gpu_id, public VRAM on a small-BAR GPU, doorbell size other than the doorbell slice, MMIO size other than a page, no domain flag (`EINVAL`); VM not acquired (`ENODEV`); VRAM exhausted (`ENOMEM`); user pointer to unmapped memory (`EFAULT`) |
+//! | `ALLOC_MEMORY_OF_GPU` | size 0 (`EINVAL`); pages overlapping an SVM range (`EADDRINUSE`); unknown gpu_id, public VRAM on a small-BAR GPU, doorbell size other than the doorbell slice, MMIO size other than a page, no domain flag (`EINVAL`); VM not acquired (`ENODEV`); VRAM exhausted (`ENOMEM`); user pointer to unmapped memory (`EFAULT`) |
 //! | `FREE_MEMORY_OF_GPU` | unknown gpu_id or handle (`EINVAL`); the event page (`EPERM`); still GPU-mapped, or used by a queue (`EBUSY`) |
-//! | `MAP_MEMORY_TO_GPU` | unknown gpu_id of the handle, empty device list, `n_success > n_devices`, unknown peer, a buffer without a virtual address, an address range that overlaps a buffer mapped on the peer (`EINVAL`); unknown handle (`ENOMEM`); peer VM not acquired (`ENODEV`). Maps from `n_success` on and advances it per device |
+//! | `MAP_MEMORY_TO_GPU` | unknown gpu_id of the handle, empty device list, `n_success > n_devices`, unknown peer, a buffer without a virtual address, an address that is not page aligned, a range that wraps or ends above the 48-bit VM, a range that overlaps any buffer mapped on the peer (`EINVAL`); unknown handle (`ENOMEM`); peer VM not acquired (`ENODEV`). Maps from `n_success` on and advances it per device |
 //! | `UNMAP_MEMORY_FROM_GPU` | as map; used by a queue (`EBUSY`) |
 //! | `AVAILABLE_MEMORY` | unknown gpu_id (`EINVAL`); answers VRAM size − VRAM used |
 //! | `EXPORT_DMABUF` | unknown gpu_id or handle, user-pointer / doorbell / MMIO buffers (`EINVAL`) |
@@ -41,6 +41,9 @@ const KFD_MMAP_GPU_ID_SHIFT: u64 = 46;
 pub const DOORBELL_SLICE: u64 = 1024 * 8;
 /// Descriptors the simulator hands out for dma-bufs start here; they are not real descriptors.
 pub const DMABUF_FD_BASE: u32 = 20_000;
+/// The GPU VM's size: `amdgpu_vm_verify_parameters` refuses a mapping whose last page is at
+/// or above `max_pfn` (2^36 pages of a 48-bit, 4-level gfx9+ VM).
+pub(crate) const VM_LIMIT: u64 = 1 << 48;
 /// The kernel's default SVM migration granularity (log2 pages).
 const SVM_DEFAULT_GRANULARITY: u32 = 9;
 const PAGE: u64 = 4096;
@@ -168,6 +171,9 @@ pub(crate) struct Memory {
     pub(crate) gpus: Vec<GpuMemory>,
     pub(crate) bos: HashMap<u64, Bo>,
     by_va: BTreeMap<u64, u64>,
+    /// Each GPU VM's mappings: start → (end, handle). They never overlap (a conflicting map
+    /// is refused), so the mapping just below an address is the only one that can cover it.
+    vm_maps: HashMap<u32, BTreeMap<u64, (u64, u64)>>,
     by_offset: HashMap<u64, u64>,
     /// VRAM bytes charged per gpu_id.
     vram_used: HashMap<u32, u64>,
@@ -256,6 +262,11 @@ impl Memory {
     ) -> Result<(), Errno> {
         if args.size == 0 {
             return Err(Errno::EINVAL);
+        }
+        // "Address ... already allocated by SVM": the pages overlap an SVM range.
+        let last = args.va_addr.saturating_add(args.size - 1);
+        if self.svm.iter().any(|r| r.start <= last && args.va_addr < r.end) {
+            return Err(Errno::EADDRINUSE);
         }
         let gpu = *self.gpu(args.gpu_id)?;
         let flags = args.flags;
@@ -390,19 +401,11 @@ impl Memory {
             if let Some((0, errno)) = budget {
                 return Err(errno);
             }
-            // amdgpu_vm_bo_map: "va ... conflict with ..."
-            let end = va.saturating_add(size);
-            let conflict = self.by_va.range(..end).rev().take(8).any(|(&other_va, &h)| {
-                h != args.handle
-                    && self.bos.get(&h).is_some_and(|o| {
-                        o.mapped.contains(&peer) && other_va.saturating_add(o.size) > va
-                    })
-            });
-            if conflict {
-                return Err(Errno::EINVAL);
-            }
-            let bo = self.bos.get_mut(&args.handle).ok_or(Errno::ENOMEM)?;
+            let bo = self.bos.get(&args.handle).ok_or(Errno::ENOMEM)?;
             if !bo.mapped.contains(&peer) {
+                let end = self.check_vm_range(peer, va, size)?;
+                self.vm_maps.entry(peer).or_default().insert(va, (end, args.handle));
+                let bo = self.bos.get_mut(&args.handle).ok_or(Errno::ENOMEM)?;
                 bo.mapped.push(peer);
                 self.device_maps += 1;
             }
@@ -410,6 +413,27 @@ impl Memory {
             budget = budget.map(|(left, errno)| (left.saturating_sub(1), errno));
         }
         Ok(())
+    }
+
+    /// `amdgpu_vm_verify_parameters` and the conflict check of `amdgpu_vm_bo_map` for a buffer
+    /// of `size` bytes at `va` on GPU `peer`'s VM: the address must be page aligned, the
+    /// (page-rounded) range must not wrap and must end below [`VM_LIMIT`], and no mapping of
+    /// another buffer on that VM may overlap it — all `EINVAL`. Returns the range's end.
+    fn check_vm_range(&self, peer: u32, va: u64, size: u64) -> Result<u64, Errno> {
+        if !va.is_multiple_of(PAGE) {
+            return Err(Errno::EINVAL);
+        }
+        let end = va.checked_add(page_align(size)).ok_or(Errno::EINVAL)?;
+        if end > VM_LIMIT {
+            return Err(Errno::EINVAL);
+        }
+        let maps = self.vm_maps.get(&peer);
+        let below = maps.and_then(|m| m.range(..end).next_back());
+        if below.is_some_and(|(_, &(other_end, _))| other_end > va) {
+            // "va ... conflict with ..."
+            return Err(Errno::EINVAL);
+        }
+        Ok(end)
     }
 
     /// `kfd_ioctl_unmap_memory_from_gpu`.
@@ -432,7 +456,15 @@ impl Memory {
                 return Err(Errno::EBUSY);
             }
             let bo = self.bos.get_mut(&args.handle).ok_or(Errno::ENOMEM)?;
-            bo.mapped.retain(|&g| g != peer);
+            if bo.mapped.contains(&peer) {
+                bo.mapped.retain(|&g| g != peer);
+                let va = bo.va;
+                if let Some(m) = self.vm_maps.get_mut(&peer)
+                    && m.get(&va).is_some_and(|&(_, h)| h == args.handle)
+                {
+                    m.remove(&va);
+                }
+            }
             args.n_success = i + 1;
         }
         Ok(())
@@ -575,8 +607,8 @@ impl Memory {
         Ok(memory)
     }
 
-    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it: the range must lie inside one
-    /// buffer mapped on that GPU. A doorbell or MMIO-remap buffer mapped on the GPU is its page:
+    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it, and the buffer's allocation
+    /// flags (its permissions): the range must lie inside one buffer mapped on that GPU. A doorbell or MMIO-remap buffer mapped on the GPU is its page:
     /// a GPU write to a doorbell lands where the processors' doorbell polls look (kfdtest's
     /// GPUDoorbellWrite rings a queue from another queue), one to the MMIO page's HDP flush
     /// register has nothing to flush in host memory (kfdtest's DeviceHdpFlush).
@@ -585,7 +617,7 @@ impl Memory {
         gpu_id: u32,
         va: u64,
         len: u64,
-    ) -> Result<(HostMapping, u64), Errno> {
+    ) -> Result<(HostMapping, u64, u32), Errno> {
         let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
         let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
@@ -595,7 +627,7 @@ impl Memory {
         let offset = va - start;
         if let Some(user) = bo.user_addr {
             if let Some(view) = &bo.user_view {
-                return Ok((view.clone(), offset));
+                return Ok((view.clone(), offset, bo.flags));
             }
             let size = usize::try_from(bo.size).map_err(|_| Errno::EFAULT)?;
             // User-pointer memory is the application's: registering it promises to keep it
@@ -604,9 +636,9 @@ impl Memory {
             // deregistration. Memory the GPU cannot reach is a fault.
             let view = HostMapping::registered(user, size).map_err(|_| Errno::EFAULT)?;
             bo.user_view = Some(view.clone());
-            return Ok((view, offset));
+            return Ok((view, offset, bo.flags));
         }
-        Ok((bo.backing()?.clone(), offset))
+        Ok((bo.backing()?.clone(), offset, bo.flags))
     }
 
     /// `SET_SCRATCH_BACKING_VA`.
@@ -782,6 +814,23 @@ impl Memory {
         }
         pieces.sort_by_key(|r| r.start);
         self.svm = pieces;
+    }
+
+    /// The prefetch location of the SVM range holding `addr` (`UNDEFINED` outside every range).
+    pub(crate) fn svm_location(&self, addr: u64) -> u32 {
+        self.svm
+            .iter()
+            .find(|r| r.start <= addr && addr < r.end)
+            .map_or(KFD_IOCTL_SVM_LOCATION_UNDEFINED, |r| r.attrs.prefetch)
+    }
+
+    /// The preferred location of the SVM range holding `addr` (`UNDEFINED` outside every
+    /// range).
+    pub(crate) fn svm_preferred(&self, addr: u64) -> u32 {
+        self.svm
+            .iter()
+            .find(|r| r.start <= addr && addr < r.end)
+            .map_or(KFD_IOCTL_SVM_LOCATION_UNDEFINED, |r| r.attrs.preferred)
     }
 
     fn svm_get(

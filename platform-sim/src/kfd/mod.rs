@@ -1,32 +1,33 @@
 //! The emulated `/dev/kfd`: ioctls validated and answered the way amdkfd's `kfd_chardev.c`
-//! does, with the same errnos. Memory ioctls live in [`memory`].
+//! does, with the same errnos. Every ioctl of `kfd_ioctl.h` 1.23 is answered ([`dispatch`]):
+//! memory in [`memory`], events in `event`, queues in `crate::gpu::pqm`, the debugger in
+//! [`debug`], SMI streams in [`smi`], the rest (tile config, the deprecated and privileged
+//! ioctls, the profiler, secondary processes) in [`misc`]. Descriptors other than `/dev/kfd`
+//! (pipes, SMI streams) live in [`files`].
 
+pub(crate) mod debug;
+pub(crate) mod files;
 pub(crate) mod memory;
+pub(crate) mod smi;
 
 mod cp_hooks;
+mod device;
+mod dispatch;
 mod event;
+mod misc;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hsakmt_core::error::Errno;
-use hsakmt_core::event::KFD_MMAP_TYPE_EVENTS;
-use hsakmt_core::platform::{Access, Ioctl, KfdDevice, OpenError};
-use hsakmt_core::topology::{HeapType, NodeKind, Topology};
-use hsakmt_core::uapi::{
-    KFD_IOC_CACHE_POLICY_NONCOHERENT, ioctl_by_nr, kfd_ioctl_acquire_vm_args,
-    kfd_ioctl_get_clock_counters_args, kfd_ioctl_get_tile_config_args, kfd_ioctl_get_version_args,
-    kfd_ioctl_set_memory_policy_args, kfd_process_device_apertures,
-};
+use hsakmt_core::platform::OpenError;
+use hsakmt_core::topology::{HeapType, NodeKind, NodeView, Topology};
 use hsakmt_hostmem::PidCache;
 
-use crate::SimPlatform;
 use crate::fault::Faults;
-use crate::gpu::pqm::{MMAP_GPU_ID_SHIFT, MMAP_TYPE_DOORBELL};
 use crate::gpu::vm::BoVm;
 use crate::gpu::{CpConfig, GpuFacts, GpuModel, RecordedEvents};
-use crate::mapping::SimMapping;
 
 /// Descriptors the simulator hands out for render nodes are `RENDER_FD_BASE + minor`; they are
 /// not real file descriptors.
@@ -50,11 +51,55 @@ pub enum DeviceState {
 /// VRAM the simulator gives a GPU whose profile has no frame-buffer bank (16 GiB, large BAR).
 pub const FALLBACK_VRAM: u64 = 16 << 30;
 
+/// What the kernel's topology says about a GPU that the debugger's device snapshot and flag
+/// checks use (`kfd_topology_device.node_props`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DeviceFacts {
+    pub(crate) capability: u32,
+    pub(crate) capability2: u32,
+    pub(crate) debug_prop: u32,
+    pub(crate) location_id: u32,
+    pub(crate) vendor_id: u32,
+    pub(crate) device_id: u32,
+    pub(crate) fw_version: u32,
+    pub(crate) gfx_target_version: u32,
+    pub(crate) simd_count: u32,
+    pub(crate) max_waves_per_simd: u32,
+    /// Shader arrays of one XCC (sysfs prints them times the XCC count).
+    pub(crate) array_count: u32,
+    pub(crate) simd_arrays_per_engine: u32,
+    pub(crate) num_xcc: u32,
+}
+
+impl DeviceFacts {
+    fn of(v: &NodeView<'_>) -> Self {
+        let p = v.node().properties();
+        let num_xcc = p.num_xcc().unwrap_or(1).max(1);
+        let narrow = |x: Option<u64>| x.and_then(|x| u32::try_from(x).ok()).unwrap_or(0);
+        DeviceFacts {
+            capability: p.capability().unwrap_or(0),
+            capability2: p.capability2().unwrap_or(0),
+            debug_prop: narrow(p.debug_prop()),
+            location_id: p.location_id().unwrap_or(0),
+            vendor_id: p.vendor_id().unwrap_or(0),
+            device_id: p.device_id().unwrap_or(0),
+            fw_version: p.fw_version().unwrap_or(0),
+            gfx_target_version: v.node().gfx().map_or(0, |g| g.target_version()),
+            simd_count: p.simd_count().unwrap_or(0),
+            max_waves_per_simd: p.max_waves_per_simd().unwrap_or(0),
+            array_count: p.array_count().unwrap_or(0) / num_xcc,
+            simd_arrays_per_engine: p.simd_arrays_per_engine().unwrap_or(0),
+            num_xcc,
+        }
+    }
+}
+
 /// A GPU of the simulated machine, from its topology profile.
 #[derive(Debug, Clone)]
 pub(crate) struct Gpu {
     pub(crate) gpu_id: u32,
     pub(crate) render_minor: u32,
+    pub(crate) facts: DeviceFacts,
     /// VRAM bytes (the frame-buffer banks of the profile).
     pub(crate) vram_size: u64,
     /// All VRAM is CPU-visible (a `FB_PUBLIC` bank: large BAR).
@@ -72,17 +117,24 @@ pub(crate) const SCRATCH_BASE: u64 = 2 << 48;
 pub(crate) const GPUVM_BASE: u64 = 4 * 4096;
 pub(crate) const GPUVM_LIMIT: u64 = (1 << 47) - 1;
 
-/// Entries of amdgpu's `tile_mode_array` (`amdgpu_gfx_config`), the count amdkfd reports.
-const TILE_MODES: usize = 32;
-/// Entries of amdgpu's `macrotile_mode_array`.
-const MACRO_TILE_MODES: usize = 16;
-/// `GB_ADDR_CONFIG` of the simulated GPUs: the golden value amdgpu programs on Vega 10 and
-/// Aldebaran (`VEGA10_GB_ADDR_CONFIG_GOLDEN`, `ALDEBARAN_GB_ADDR_CONFIG_GOLDEN`); the simulator
-/// has no tiled surfaces, so every profile reports it.
-const GB_ADDR_CONFIG: u32 = 0x2a11_4042;
-
-fn aperture_limit(base: u64) -> u64 {
+const fn aperture_limit(base: u64) -> u64 {
     (base & 0xFFFF_FFFF_0000_0000) | 0xFFFF_FFFF
+}
+
+/// The LDS, scratch and GPUVM apertures `(base, limit)` the simulated kernel gives every GPU.
+pub(crate) const fn apertures_of() -> ((u64, u64), (u64, u64), (u64, u64)) {
+    (
+        (LDS_BASE, aperture_limit(LDS_BASE)),
+        (SCRATCH_BASE, aperture_limit(SCRATCH_BASE)),
+        (GPUVM_BASE, GPUVM_LIMIT),
+    )
+}
+
+/// The simulated process's privileges that change what the kernel answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Privileges {
+    /// `CAP_PERFMON` (or `CAP_SYS_ADMIN`): `PROFILER`'s `PMC` operation is allowed.
+    pub perfmon: bool,
 }
 
 #[derive(Debug, Default)]
@@ -106,6 +158,13 @@ pub(crate) struct KfdModel {
     pub(crate) events: Arc<event::SimEvents>,
     pub(crate) cp_events: Arc<RecordedEvents>,
     pub(crate) gpu: GpuModel,
+    pub(crate) debug: Arc<debug::Debugger>,
+    pub(crate) files: Arc<files::Files>,
+    pub(crate) smi: Arc<smi::Smi>,
+    /// `AMDKFD_IOC_CREATE_PROCESS` replaced the primary process on the descriptor.
+    secondary: AtomicBool,
+    pub(crate) privileges: Privileges,
+    pub(crate) profiler: Mutex<misc::Profiler>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -118,6 +177,7 @@ impl KfdModel {
         version: (u32, u32),
         state: DeviceState,
         cp: CpConfig,
+        privileges: Privileges,
     ) -> Self {
         let gpus: Vec<Gpu> = topology
             .nodes()
@@ -129,6 +189,7 @@ impl KfdModel {
                 Some(Gpu {
                     gpu_id: n.gpu_id().filter(|g| *g != 0)?,
                     render_minor: n.drm_render_minor().unwrap_or(0),
+                    facts: DeviceFacts::of(&v),
                     vram_size: v.vram_bytes().unwrap_or(FALLBACK_VRAM),
                     large_bar: heaps().all(|h| h != HeapType::FrameBufferPrivate),
                     xnack_capable: gfx.is_some_and(|g| {
@@ -150,10 +211,20 @@ impl KfdModel {
         let memory = Arc::new(Mutex::new(memory));
         let events = Arc::new(event::SimEvents::new());
         let cp_events = Arc::new(RecordedEvents::default());
+        let debug = Arc::new(debug::Debugger::new());
+        let files = Arc::new(files::Files::default());
+        let smi = Arc::new(smi::Smi::new());
+        let hooks = cp_hooks::CpEvents::new(
+            cp_events.clone(),
+            events.clone(),
+            debug.clone(),
+            files.clone(),
+            smi.clone(),
+        );
         let gpu = GpuModel::new(
             GpuFacts::from_topology(topology),
             Arc::new(BoVm::new(memory.clone())),
-            Arc::new(cp_hooks::CpEvents::new(cp_events.clone(), events.clone())),
+            Arc::new(hooks),
             cp,
         );
         Self {
@@ -168,7 +239,18 @@ impl KfdModel {
             events,
             cp_events,
             gpu,
+            debug,
+            files,
+            smi,
+            secondary: AtomicBool::new(false),
+            privileges,
+            profiler: Mutex::new(misc::Profiler::default()),
         }
+    }
+
+    /// Whether `AMDKFD_IOC_CREATE_PROCESS` made the descriptor's process a secondary one.
+    pub(crate) fn is_secondary(&self) -> bool {
+        self.secondary.load(Ordering::Acquire)
     }
 
     pub(crate) fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {
@@ -185,7 +267,7 @@ impl KfdModel {
         self.opens.load(Ordering::Relaxed)
     }
 
-    fn open(&self) -> Result<(), OpenError> {
+    pub(crate) fn open(&self) -> Result<(), OpenError> {
         match &self.state {
             DeviceState::Present => {}
             DeviceState::Absent => return Err(OpenError::NotPresent),
@@ -206,12 +288,14 @@ impl KfdModel {
             *s = Session { open: true, owner: pid, vms: HashMap::new() };
             self.opens.fetch_add(1, Ordering::Relaxed);
             drop(s);
+            self.secondary.store(false, Ordering::Release);
             if inherited {
                 // A forked child: what this model holds is its parent's.
                 self.forget_inherited();
             } else {
                 self.events.end_all();
                 self.gpu.destroy_all();
+                self.debug.reset();
             }
         }
         Ok(())
@@ -223,11 +307,13 @@ impl KfdModel {
         self.events.forget_inherited();
         self.gpu.forget_inherited();
         lock(&self.memory).forget_inherited();
+        self.debug.reset();
+        self.files.clear();
     }
 
     /// Closing the device ends the process's KFD state: buffers, SVM ranges, settings, events
     /// and the event page.
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut s = lock(&self.session);
         if s.owner != self.pid.get() {
             // A forked child closing its copy of the parent's descriptor.
@@ -240,184 +326,17 @@ impl KfdModel {
         s.vms.clear();
         self.events.end_all();
         drop(s);
-        // The process's queues go with it (before its buffers).
+        self.end_process_state();
+    }
+
+    /// The process's KFD state ends (its device closed, or the descriptor moved to a
+    /// secondary process): the debug session and runtime state, then the queues (before their
+    /// buffers), then the buffers and settings.
+    pub(crate) fn end_process_state(&self) {
+        self.debug.reset();
         self.gpu.destroy_all();
         lock(&self.memory).reset();
-    }
-
-    /// Dispatches one ioctl like `kfd_ioctl`: fault injection first, then the owner check
-    /// (`EBADF` for another process), then the handler.
-    fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
-        if let Some(errno) = self.faults.on_ioctl(request.nr()) {
-            return Err(errno);
-        }
-        // A kernel older than the ioctl has no table entry for it.
-        if ioctl_by_nr(request.nr()).is_some_and(|i| i.since_minor > self.version.1) {
-            return Err(Errno::ENOTTY);
-        }
-        if !self.is_open_by_caller() {
-            return Err(Errno::EBADF);
-        }
-        // Looked up when a handler asks (no copy of the session per call). The session's lock
-        // may be taken under the memory lock, never the other way round.
-        let vm = |gpu_id: u32| self.vm_acquired(gpu_id);
-        match request {
-            Ioctl::GetVersion(a) => {
-                self.get_version(a);
-                Ok(())
-            }
-            Ioctl::GetProcessAperturesNew { args, apertures } => {
-                // The slice is the user array (the platform fills `num_of_nodes` from it).
-                let requested = u32::try_from(apertures.len()).unwrap_or(u32::MAX);
-                args.num_of_nodes = self.apertures(requested, apertures);
-                Ok(())
-            }
-            Ioctl::AcquireVm(a) => self.acquire_vm(a),
-            Ioctl::SetMemoryPolicy(a) => self.set_memory_policy(a),
-            Ioctl::GetClockCounters(a) => self.clock_counters(a),
-            Ioctl::GetTileConfig { args, tile_config, macro_tile_config } => {
-                self.tile_config(args, tile_config, macro_tile_config)
-            }
-            // A buffer handle in `event_page_offset` must name a GTT buffer (kfd_kmap_event_page).
-            Ioctl::CreateEvent(a) => {
-                self.events.create(a, |handle| lock(&self.memory).kmap_event_page(handle))
-            }
-            Ioctl::DestroyEvent(a) => self.events.destroy(a.event_id),
-            Ioctl::SetEvent(a) => self.events.set(a.event_id),
-            Ioctl::ResetEvent(a) => self.events.reset(a.event_id),
-            Ioctl::WaitEvents { args, events } => {
-                if self.gpu.runs_on_wait() {
-                    self.gpu.run_until_idle();
-                }
-                self.events.wait(args, events)
-            }
-            Ioctl::AllocMemoryOfGpu(a) => lock(&self.memory).alloc(a, vm(a.gpu_id)),
-            Ioctl::FreeMemoryOfGpu(a) => lock(&self.memory).free(a),
-            Ioctl::MapMemoryToGpu { args, devices } => lock(&self.memory).map(args, devices, vm),
-            Ioctl::UnmapMemoryFromGpu { args, devices } => lock(&self.memory).unmap(args, devices),
-            Ioctl::AvailableMemory(a) => lock(&self.memory).available(a),
-            Ioctl::ExportDmabuf(a) => lock(&self.memory).export(a),
-            Ioctl::GetDmabufInfo { args, .. } => lock(&self.memory).dmabuf_info(args),
-            Ioctl::ImportDmabuf(a) => lock(&self.memory).import(a, vm(a.gpu_id)),
-            Ioctl::Svm { args, attrs } => lock(&self.memory).svm(args, attrs),
-            Ioctl::SetXnackMode(a) => lock(&self.memory).set_xnack(a),
-            Ioctl::SetScratchBackingVa(a) => lock(&self.memory).set_scratch(a, vm(a.gpu_id)),
-            Ioctl::CreateQueue(a) => self.gpu.create_queue(a, self.version.1, vm(a.gpu_id)),
-            Ioctl::DestroyQueue(a) => self.gpu.destroy_queue(a),
-            Ioctl::UpdateQueue(a) => self.gpu.update_queue(a),
-            Ioctl::SetCuMask { args, mask } => {
-                // As the Linux platform does: pointer and count come from the slice.
-                args.cu_mask_ptr = mask.as_ptr() as u64;
-                args.num_cu_mask = u32::try_from(mask.len() * 32).map_err(|_| Errno::E2BIG)?;
-                self.gpu.set_cu_mask(args, mask)
-            }
-            Ioctl::AllocQueueGws(a) => self.gpu.alloc_queue_gws(a),
-            Ioctl::GetQueueWaveState(a) => self.gpu.queue_wave_state(a),
-            Ioctl::SetTrapHandler(a) => self.gpu.set_trap_handler(a, vm(a.gpu_id)),
-            // Not (yet) modelled: what a kernel without the ioctl answers.
-            _ => Err(Errno::ENOTTY),
-        }
-    }
-
-    /// `kfd_ioctl_get_clock_counters`: the GPU counter of the engines' clock
-    /// ([`GpuClock`](crate::gpu::clock::GpuClock), 100 MHz: the rate amdgpu reports for gfx9+
-    /// `GPU_TIMESTAMP` reference clocks); CPU and system stamps are the same clock in ns, as
-    /// current kernels give.
-    fn clock_counters(&self, args: &mut kfd_ioctl_get_clock_counters_args) -> Result<(), Errno> {
-        self.gpu(args.gpu_id)?;
-        let clock = self.gpu.cp.clock;
-        let ns = clock.nanos();
-        args.gpu_clock_counter = clock.counter();
-        args.cpu_clock_counter = ns;
-        args.system_clock_counter = ns;
-        args.system_clock_freq = 1_000_000_000;
-        Ok(())
-    }
-
-    /// `kfd_ioctl_get_tile_config` as amdkfd answers for gfx9 and later: the tables are
-    /// amdgpu's `tile_mode_array` (32 words) and `macrotile_mode_array` (16), which GFX9+ never
-    /// fills (all zero), copied up to the room the caller gives and the counts cut to what was
-    /// copied; `num_banks`/`num_ranks` are 0 ("not set from GFX9 onwards");
-    /// `gb_addr_config` is [`GB_ADDR_CONFIG`].
-    fn tile_config(
-        &self,
-        args: &mut kfd_ioctl_get_tile_config_args,
-        tile_config: &mut [u32],
-        macro_tile_config: &mut [u32],
-    ) -> Result<(), Errno> {
-        self.gpu(args.gpu_id)?;
-        args.gb_addr_config = GB_ADDR_CONFIG;
-        args.num_banks = 0;
-        args.num_ranks = 0;
-        let tiles = tile_config.len().min(TILE_MODES);
-        let macro_tiles = macro_tile_config.len().min(MACRO_TILE_MODES);
-        for word in tile_config.iter_mut().take(tiles) {
-            *word = 0;
-        }
-        for word in macro_tile_config.iter_mut().take(macro_tiles) {
-            *word = 0;
-        }
-        // Both at most 32: the casts cannot truncate.
-        args.num_tile_configs = u32::try_from(tiles).map_err(|_| Errno::EINVAL)?;
-        args.num_macro_tile_configs = u32::try_from(macro_tiles).map_err(|_| Errno::EINVAL)?;
-        Ok(())
-    }
-
-    fn get_version(&self, args: &mut kfd_ioctl_get_version_args) {
-        args.major_version = self.version.0;
-        args.minor_version = self.version.1;
-    }
-
-    /// `kfd_ioctl_get_process_apertures_new`: with `num_of_nodes == 0` it only reports how
-    /// many GPUs there are; else it fills at most that many entries and reports how many.
-    fn apertures(&self, requested: u32, out: &mut [kfd_process_device_apertures]) -> u32 {
-        let total = u32::try_from(self.gpus.len()).unwrap_or(u32::MAX);
-        if requested == 0 {
-            return total;
-        }
-        let mut n = 0;
-        for (slot, gpu) in out.iter_mut().zip(&self.gpus).take(requested as usize) {
-            *slot = kfd_process_device_apertures {
-                lds_base: LDS_BASE,
-                lds_limit: aperture_limit(LDS_BASE),
-                scratch_base: SCRATCH_BASE,
-                scratch_limit: aperture_limit(SCRATCH_BASE),
-                gpuvm_base: GPUVM_BASE,
-                gpuvm_limit: GPUVM_LIMIT,
-                gpu_id: gpu.gpu_id,
-                pad: 0,
-            };
-            n += 1;
-        }
-        n
-    }
-
-    /// `kfd_ioctl_acquire_vm`: binds the GPU's VM to a render-node file; acquiring again with
-    /// the same file is fine, with another one `EBUSY`.
-    fn acquire_vm(&self, args: &kfd_ioctl_acquire_vm_args) -> Result<(), Errno> {
-        let gpu = self.gpu(args.gpu_id)?;
-        if args.drm_fd != RENDER_FD_BASE + gpu.render_minor {
-            return Err(Errno::EINVAL);
-        }
-        let mut s = lock(&self.session);
-        match s.vms.get(&args.gpu_id) {
-            Some(fd) if *fd == args.drm_fd => Ok(()),
-            Some(_) => Err(Errno::EBUSY),
-            None => {
-                s.vms.insert(args.gpu_id, args.drm_fd);
-                Ok(())
-            }
-        }
-    }
-
-    fn set_memory_policy(&self, args: &kfd_ioctl_set_memory_policy_args) -> Result<(), Errno> {
-        self.gpu(args.gpu_id)?;
-        if args.default_policy > KFD_IOC_CACHE_POLICY_NONCOHERENT
-            || args.alternate_policy > KFD_IOC_CACHE_POLICY_NONCOHERENT
-        {
-            return Err(Errno::EINVAL);
-        }
-        Ok(())
+        *lock(&self.profiler) = misc::Profiler::default();
     }
 
     /// Whether the device is open by the calling process.
@@ -445,143 +364,4 @@ std::thread_local! {
 #[must_use]
 pub fn thread_ioctl_allocations() -> u64 {
     IOCTL_ALLOCATIONS.try_with(core::cell::Cell::get).unwrap_or(0)
-}
-
-impl KfdDevice for SimPlatform {
-    type Mapping = SimMapping;
-
-    fn open(&self) -> Result<(), OpenError> {
-        self.count_device_call();
-        self.kfd.open()
-    }
-
-    fn close(&self) {
-        self.count_device_call();
-        self.kfd.close();
-    }
-
-    fn ioctl(&self, request: &mut Ioctl<'_>) -> Result<(), Errno> {
-        self.count_device_call();
-        // The kernel's own: the engines' work run inside the call (on-wait mode) is not.
-        let engines = crate::gpu::thread_engine_allocations();
-        let before = hsakmt_hostmem::thread_allocations();
-        let r = self.kfd.ioctl(request);
-        let made = hsakmt_hostmem::thread_allocations()
-            .wrapping_sub(before)
-            .wrapping_sub(crate::gpu::thread_engine_allocations().wrapping_sub(engines));
-        let _ = IOCTL_ALLOCATIONS.try_with(|c| c.set(c.get().wrapping_add(made)));
-        if r == Err(Errno::EBADF)
-            && let Some(cache) = &self.stale_pid
-        {
-            // The kernel says the descriptor is another process's: re-read the process id.
-            cache.store(self.kfd.process_id(), Ordering::Relaxed);
-        }
-        r
-    }
-
-    fn open_render_node(&self, minor: u32) -> Result<u32, Errno> {
-        self.count_device_call();
-        if self.kfd.gpus.iter().any(|g| g.render_minor == minor) {
-            Ok(RENDER_FD_BASE + minor)
-        } else {
-            Err(Errno::ENOENT)
-        }
-    }
-
-    fn close_fd(&self, fd: u32) {
-        self.count_device_call();
-        lock(&self.kfd.memory).close_fd(fd);
-    }
-
-    fn reserve_va(&self, hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
-        self.count_device_call();
-        hsakmt_hostmem::reserve(hint, size, align)
-    }
-
-    fn release_va(&self, addr: u64, size: u64) -> Result<(), Errno> {
-        self.count_device_call();
-        hsakmt_hostmem::release(addr, size)
-    }
-
-    fn map_kfd(
-        &self,
-        offset: u64,
-        size: u64,
-        addr: Option<u64>,
-        _access: Access,
-    ) -> Result<SimMapping, Errno> {
-        self.count_device_call();
-        match offset {
-            // The simulator hands out the page where it lives (a kernel would map the same
-            // pages again), so it cannot honour a fixed address.
-            KFD_MMAP_TYPE_EVENTS if addr.is_none() => {
-                if !self.kfd.is_open_by_caller() {
-                    return Err(Errno::EBADF);
-                }
-                self.kfd.events.map(size)
-            }
-            KFD_MMAP_TYPE_EVENTS => Err(Errno::EINVAL),
-            _ if offset & (3 << 62) == MMAP_TYPE_DOORBELL => self.map_doorbells(offset, size, addr),
-            _ => lock(&self.kfd.memory).map_kfd(offset, addr),
-        }
-    }
-
-    fn map_buffer(
-        &self,
-        render_fd: u32,
-        offset: u64,
-        size: u64,
-        addr: u64,
-        _access: Access,
-    ) -> Result<SimMapping, Errno> {
-        self.count_device_call();
-        let gpu = render_fd
-            .checked_sub(RENDER_FD_BASE)
-            .and_then(|minor| self.kfd.gpus.iter().find(|g| g.render_minor == minor))
-            .map(|g| g.gpu_id);
-        lock(&self.kfd.memory).map_buffer(gpu, offset, size, addr)
-    }
-
-    fn map_anonymous(&self, addr: u64, size: u64) -> Result<SimMapping, Errno> {
-        self.count_device_call();
-        hsakmt_hostmem::map_anonymous(addr, size).map(SimMapping::new)
-    }
-}
-
-impl SimPlatform {
-    /// Counts one call of a [`KfdDevice`] method ([`SimPlatform::device_calls`]).
-    fn count_device_call(&self) {
-        self.device_calls.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// `kfd_doorbell_mmap`: the process's doorbell slice of the GPU the offset names — the
-    /// doorbell buffer's pages when one was allocated, else pages of its own — whose writes
-    /// wake the command processor.
-    fn map_doorbells(
-        &self,
-        offset: u64,
-        size: u64,
-        addr: Option<u64>,
-    ) -> Result<SimMapping, Errno> {
-        let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF) as u32;
-        let facts = self.kfd.gpu.facts(gpu_id).ok_or(Errno::EINVAL)?;
-        let doorbells = self.kfd.gpu.doorbells(gpu_id).ok_or(Errno::EINVAL)?;
-        let mapped = lock(&self.kfd.memory).map_kfd(offset, addr);
-        let memory = match mapped {
-            Ok(m) => m.memory().clone(),
-            Err(_) => {
-                if size != (1024 * facts.doorbell_size).max(4096) {
-                    return Err(Errno::EINVAL);
-                }
-                let at = match addr {
-                    Some(a) => a,
-                    None => hsakmt_hostmem::reserve(None, size, 4096)?,
-                };
-                hsakmt_hostmem::map_anonymous(at, size)?
-            }
-        };
-        // Plain stores to the page are found there by the processors' doorbell polls.
-        doorbells.set_page(memory.clone());
-        Ok(SimMapping::doorbell(memory, doorbells))
-    }
 }

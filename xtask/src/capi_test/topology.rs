@@ -31,6 +31,19 @@ fn num(o: &Value, key: &str) -> u64 {
     o.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// The non-empty string at `key`.
+fn text<'a>(o: &'a Value, key: &str) -> Option<&'a str> {
+    o.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// FNV-1a (64-bit) over the first 63 bytes of `s` (a name field holds 64 code units with its
+/// NUL; the names here are ASCII, one code unit per byte): how the C program prints names.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes()
+        .take(63)
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
 fn list<'a>(o: &'a Value, key: &str) -> &'a [Value] {
     o.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
@@ -107,6 +120,20 @@ fn map(doc: &Value) -> Result<Fields, String> {
         put("NumGws", num(n, "num_gws"));
         put("Domain", num(n, "domain"));
         put("UniqueID", num(n, "unique_id"));
+        // Upstream: a GPU's AMDName is the gfx IP's name and its MarketingName libdrm's for the
+        // device (here the table by device id, else the sysfs name); a CPU node's are its name.
+        // A node is a GPU here by its kind (it has SIMDs), gpu_id or not (the MI210 capture
+        // has none).
+        let (amd, marketing) = if n.get("kind").and_then(Value::as_str) != Some("cpu") {
+            let amd = text(n, "amd_name").unwrap_or("");
+            let marketing = text(n, "marketing_name").or(text(n, "name")).unwrap_or(amd);
+            (amd, marketing)
+        } else {
+            let name = text(n, "name").unwrap_or("");
+            (name, name)
+        };
+        put("AMDName.fnv1a", fnv1a(amd));
+        put("MarketingName.fnv1a", fnv1a(marketing));
         put("NumXcc", if compute { num(n, "num_xcc").max(1) } else { num(n, "num_xcc") });
         put("KFDGpuID", num(n, "gpu_id"));
         for (b, bank) in banks.iter().enumerate() {

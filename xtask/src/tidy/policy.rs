@@ -71,6 +71,11 @@ pub(crate) const FACT_MODULES: &[&str] = &["core/src/uapi/"];
 /// `config.rs` says), or tuning values that bound no table: (file, name, why).
 pub(crate) const CAPACITY_EXCEPTIONS: &[(&str, &str, &str)] = &[
     (
+        "core/src/device/debug_manager/deprecated.rs",
+        "MAX_WATCH_POINTS",
+        "libhsakmt's MAX_ALLOWED_NUM_POINTS: past it hsaKmtDbgAddressWatch is INVALID_PARAMETER",
+    ),
+    (
         "core/src/driver/agent.rs",
         "MAX_QUEUE_PACKETS",
         "ROCr's largest AQL queue (64-byte packets in a 32-bit byte size)",

@@ -92,6 +92,7 @@
 mod alloc;
 mod dmabuf;
 mod free;
+mod heaps;
 mod init;
 mod kernel;
 mod map;
@@ -102,6 +103,7 @@ pub(crate) mod state;
 mod svm;
 
 pub use dmabuf::{DmaBufExport, IMAGE_ALIGN, ImportedBuffer};
+pub use heaps::{Heap, HeapKind, NodeHeaps, STATIC_HEAPS};
 pub use query::{MemoryUsage, NodeApertures, PointerInfo, PointerKind};
 pub use state::{
     DEFAULT_MEMORY_OBJECTS, Inline, MemoryPayload, MemorySettings, MemoryStorage, MemoryTables,

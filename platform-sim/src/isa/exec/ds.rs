@@ -1,13 +1,15 @@
 //! The local data share (DS): LDS reads, writes, atomics and lane permutes over the
-//! work-group's LDS, and the GWS semaphores (`ds_gws_init`, `ds_gws_sema_v`, `ds_gws_sema_p`,
-//! `ds_gws_sema_br`).
+//! work-group's LDS, the GWS semaphores (`ds_gws_init`, `ds_gws_sema_v`, `ds_gws_sema_p`,
+//! `ds_gws_sema_br`) and GWS barriers (`ds_gws_barrier`).
 //!
 //! An LDS address is the lane's 32-bit VGPR address plus the instruction offset (`offset1:
 //! offset0` as 16 bits for one-address forms; each offset times the data size, or times 64
 //! data sizes for `*st64*`, for the two-address forms). Accesses past the work-group's LDS
 //! read zeros and write nothing. GWS resource ids are `M0[21:16] + offset0`; a
 //! `ds_gws_sema_p` on a zero semaphore parks the wave until another wave's `sema_v` (of this
-//! queue's dispatches) makes it positive.
+//! queue's dispatches) makes it positive. A `ds_gws_barrier` whose data0 (first active lane)
+//! is `n` holds its wave until `n + 1` waves arrived at the resource's barrier (the meaning
+//! LLVM's `llvm.amdgcn.ds.gws.barrier` gives the operand); the last one completes the round.
 
 use super::super::Op;
 use super::super::fault::WaveFault;
@@ -135,6 +137,20 @@ fn gws<M: WaveMemory>(w: &mut Wave, i: &Inst, cx: &mut Cx<'_, M>) -> Result<(), 
                 return Ok(());
             }
             cx.dev.gws[id] -= 1;
+        }
+        Op::DsGwsBarrier => {
+            // data0 is the barrier's value: the waves that meet at it, minus one (LLVM's
+            // `llvm.amdgcn.ds.gws.barrier`). The last to arrive completes the round and goes
+            // on; the others wait for the round to complete.
+            let waves = data()?.saturating_add(1);
+            let arrived = cx.dev.gws_arrived[id] + 1;
+            if arrived >= waves {
+                cx.dev.gws_arrived[id] = 0;
+                cx.dev.gws_rounds[id] = cx.dev.gws_rounds[id].wrapping_add(1);
+            } else {
+                cx.dev.gws_arrived[id] = arrived;
+                w.state = WaveState::GwsBarrier { id: id as u32, round: cx.dev.gws_rounds[id] };
+            }
         }
         _ => return Err(WaveFault::unsupported(i)),
     }

@@ -31,6 +31,10 @@ pub struct Device {
     pub doorbell: u32,
     /// GWS resource values (`ds_gws_init` sets, `ds_gws_sema_v`/`_p` count up and down).
     pub gws: [u32; GWS_RESOURCES],
+    /// Waves waiting at each GWS barrier (`ds_gws_barrier`) of the current round.
+    pub gws_arrived: [u32; GWS_RESOURCES],
+    /// Rounds each GWS barrier has completed: a waiting wave goes on once it changes.
+    pub gws_rounds: [u32; GWS_RESOURCES],
     /// Interrupt payloads raised by `s_sendmsg MSG_INTERRUPT` (the low 24 bits of M0), for
     /// the command processor to deliver.
     pub interrupts: Vec<u32>,
@@ -44,6 +48,8 @@ impl Default for Device {
             trap_handler: None,
             doorbell: 0,
             gws: [0; GWS_RESOURCES],
+            gws_arrived: [0; GWS_RESOURCES],
+            gws_rounds: [0; GWS_RESOURCES],
             interrupts: Vec::new(),
             effects: 0,
         }

@@ -12,7 +12,7 @@ use super::{ds, salu, sdwa, smem, sopp, valu, vcmp, vmem};
 
 /// Operations the interpreter refuses (an illegal-instruction fault naming them): f16
 /// arithmetic, GDS/LDS-direct and debugger-only forms clang does not emit for compute.
-pub(crate) const REFUSED: &[Op] = &[Op::VAddF16, Op::VMulF16, Op::DsGwsBarrier];
+pub(crate) const REFUSED: &[Op] = &[Op::VAddF16, Op::VMulF16];
 
 fn all_cases() -> Vec<&'static Case> {
     [

@@ -5,7 +5,7 @@
 //! Programs assembled by LLVM (`llvm-mc-19`); their source is in each constant's comment.
 
 use super::super::descriptor::{KernelDescriptor, register_counts};
-use super::super::launch::{AqlDispatch, ShRegs, aql_launch, reg, scratch_resource};
+use super::super::launch::{AqlDispatch, LaunchError, ShRegs, aql_launch, reg, scratch_resource};
 use super::super::memory::{TestMemory, WaveMemory};
 use super::super::{
     CodeCache, Device, Dispatch, FaultKind, Launch, RunState, ScratchBacking, Target,
@@ -43,6 +43,22 @@ const BARRIER: &[u32] = &[
 const EARLY_END: &[u32] = &[
     0x260200FF, 0x000003FF, 0x20040286, 0x7E040502, 0xBF098202, 0xBF850004, 0xBF8A0000, 0x24060282,
     0xDC708000, 0x00000203, 0xBF810000,
+];
+/// GWS_BARRIER (the same words on every target): each work-group (one wave, work-group id
+/// in s2) stores 1 at its slot, meets the others at GWS barrier 0 (`v0` = 3: four waves), then
+/// stores the sum of the four slots it loads after the barrier.
+/// ```text
+/// s_mov_b32 m0, 0; s_lshl_b32 s3, s2, 2; v_mov_b32 v1, 1; v_mov_b32 v2, s3
+/// global_store_dword v2, v1, s[0:1]; s_waitcnt vmcnt(0)
+/// v_mov_b32 v0, 3; ds_gws_barrier v0 offset:0 gds; s_waitcnt lgkmcnt(0)
+/// s_load_dwordx4 s[4:7], s[0:1], 0x0; s_waitcnt lgkmcnt(0)
+/// s_add_u32 s4, s4, s5; s_add_u32 s4, s4, s6; s_add_u32 s4, s4, s7; v_mov_b32 v1, s4
+/// global_store_dword v2, v1, s[0:1] offset:0x100; s_endpgm
+/// ```
+const GWS_BARRIER: &[u32] = &[
+    0xBEFC0080, 0x8E038202, 0x7E020281, 0x7E040203, 0xDC708000, 0x00000102, 0xBF8C0F70, 0x7E000283,
+    0xD93B0000, 0x00000000, 0xBF8CC07F, 0xC00A0100, 0x00000000, 0xBF8CC07F, 0x80040504, 0x80040604,
+    0x80040704, 0x7E020204, 0xDC708100, 0x00000102, 0xBF810000,
 ];
 /// GWS (gfx90a).
 const GWS: &[u32] = &[
@@ -176,6 +192,31 @@ fn gws_semaphore_orders_work_groups() {
 }
 
 #[test]
+fn gws_barrier_holds_every_work_group_until_all_arrived() {
+    for t in targets() {
+        let mut mem = memory(GWS_BARRIER);
+        let mut dev = Device::default();
+        let l = launch(t, 2 << 1 | 1 << 7, &[DATA as u32, 0], [4, 1, 1], [1, 1, 1], 0);
+        run(l, &mut mem, &mut dev).unwrap_or_else(|f| panic!("{}: {f}", t.name()));
+        // Every work-group saw all four stores made before the barrier.
+        for g in 0..4 {
+            assert_eq!(word(&mem, DATA + 0x100 + 4 * g), 4, "{} group {g}", t.name());
+        }
+        assert_eq!((dev.gws_arrived[0], dev.gws_rounds[0]), (0, 1), "{}", t.name());
+    }
+    // Three of the four waves: the barrier never opens, the dispatch stalls.
+    let mut mem = memory(GWS_BARRIER);
+    let mut dev = Device::default();
+    let l = launch(Target::Gfx942, 2 << 1 | 1 << 7, &[DATA as u32, 0], [3, 1, 1], [1, 1, 1], 0);
+    let mut d = Dispatch::new(l).expect("launch");
+    let mut code = CodeCache::new(Target::Gfx942);
+    code.begin();
+    assert_eq!(d.run(&mut mem, &mut dev, &mut code, 1000), Ok(RunState::Running));
+    assert_eq!(d.run(&mut mem, &mut dev, &mut code, 1000), Ok(RunState::Stalled));
+    assert_eq!((dev.gws_arrived[0], word(&mem, DATA + 0x100)), (3, 0));
+}
+
+#[test]
 fn a_semaphore_nobody_posts_stalls_the_dispatch() {
     let mut mem = memory(GWS);
     let mut dev = Device::default();
@@ -189,6 +230,46 @@ fn a_semaphore_nobody_posts_stalls_the_dispatch() {
     dev.gws[0] = 1;
     assert_eq!(d.run(&mut mem, &mut dev, &mut code, 1000), Ok(RunState::Done));
     assert_eq!(word(&mem, DATA), 1);
+}
+
+#[test]
+fn a_restarted_dispatch_reuses_its_storage_and_allocates_nothing() {
+    // What a queue does: one Dispatch restarted for every packet. After the first dispatch
+    // grew the storage (two work-groups of four waves, LDS, decoded code), the next ones
+    // allocate nothing, and their results are right.
+    for t in targets() {
+        let mut mem = memory(BARRIER);
+        let mut dev = Device::default();
+        let mut code = CodeCache::new(t);
+        let l = launch(t, 2 << 1, &[DATA as u32, 0], [512, 1, 1], [256, 1, 1], 16);
+        let mut d = Dispatch::new(l.clone()).expect("launch");
+        for round in 0..4 {
+            for i in 0..256 {
+                mem.store_u32(DATA + 4 * i, 0).expect("data");
+            }
+            let before = hsakmt_hostmem::thread_allocations();
+            if round > 0 {
+                d.restart(l.clone()).expect("restart");
+            }
+            code.begin();
+            while d.run(&mut mem, &mut dev, &mut code, 1 << 16).expect("runs") != RunState::Done {}
+            let allocations = hsakmt_hostmem::thread_allocations() - before;
+            assert_eq!((d.stats.groups, d.stats.waves), (2, 8), "{} round {round}", t.name());
+            for i in 0..256 {
+                assert_eq!(word(&mem, DATA + 4 * i), 10, "{} round {round} item {i}", t.name());
+            }
+            if round > 0 {
+                assert_eq!(allocations, 0, "{} round {round}", t.name());
+            }
+        }
+        // A smaller launch in the same storage, then a failing one: the dispatch is empty.
+        d.restart(launch(t, 2 << 1, &[DATA as u32, 0], [256, 1, 1], [256, 1, 1], 16)).unwrap();
+        while d.run(&mut mem, &mut dev, &mut code, 1 << 16).expect("runs") != RunState::Done {}
+        assert_eq!((d.stats.groups, d.stats.waves), (1, 4));
+        let bad = launch(t, 0, &[], [0, 1, 1], [1, 1, 1], 0);
+        assert!(matches!(d.restart(bad).expect_err("empty grid").kind, FaultKind::Launch(_)));
+        assert!(d.is_done());
+    }
 }
 
 #[test]
@@ -360,8 +441,13 @@ fn preloaded_kernel_arguments_on_gfx942() {
     run(l, &mut mem, &mut Device::default()).expect("runs");
     let s: Vec<u32> = (0..5).map(|k| word(&mem, DATA + 4 * k)).collect();
     assert_eq!(s, vec![0x5000, 0, 11, 12, 13]);
-    // gfx90a firmware does not preload: refused.
-    assert!(aql_launch(&mut mem, Target::Gfx90a, &d, APERTURES).is_err());
+    // gfx900 and gfx90a firmware does not preload: refused by name (the packet processor's
+    // register-invalid queue error), never run from the `s_trap 2` at the entry.
+    for t in [Target::Gfx900, Target::Gfx90a] {
+        let e = aql_launch(&mut mem, t, &d, APERTURES).expect_err("refused");
+        assert_eq!(e, LaunchError::Registers("kernel-argument preloading not supported here"));
+        assert!(e.to_string().contains("kernel-argument preloading"), "{e}");
+    }
 }
 
 #[test]

@@ -72,6 +72,11 @@ pub(crate) const CASES: &[Case] = &[
     Case { asm: "s_mov_b32 m0, 0; ds_gws_sema_p offset:0 gds; s_mov_b32 s1, 1", targets: 7, words: &[0xBEFC0080, 0xD9390000, 0x00000000, 0xBE810081], init: "gws0=2", expect: "gws0=1 s1=1" },
     Case { asm: "s_mov_b32 m0, 0; ds_gws_sema_p offset:0 gds; s_mov_b32 s1, 1", targets: 7, words: &[0xBEFC0080, 0xD9390000, 0x00000000, 0xBE810081], init: "gws0=0", expect: "gws0=0 s1=0 done=0 pc=0x1000004" },
     Case { asm: "s_mov_b32 m0, 0; ds_gws_sema_br v0 offset:0 gds", targets: 7, words: &[0xBEFC0080, 0xD9370000, 0x00000000], init: "gws0=1 v0=5", expect: "gws0=6" },
+    // GWS barrier of v0+1 waves: the last to arrive completes the round and goes on ...
+    Case { asm: "s_mov_b32 m0, 0; ds_gws_barrier v0 offset:0 gds; s_mov_b32 s1, 1", targets: 7, words: &[0xBEFC0080, 0xD93B0000, 0x00000000, 0xBE810081], init: "v0=0", expect: "s1=1 arrived0=0 round0=1" },
+    Case { asm: "s_mov_b32 m0, 0x50000; ds_gws_barrier v0 offset:2 gds; s_mov_b32 s1, 1", targets: 7, words: &[0xBEFC00FF, 0x00050000, 0xD93B0002, 0x00000000, 0xBE810081], init: "v0=2 arrived7=2", expect: "s1=1 arrived7=0 round7=1" },
+    // ... an earlier one waits past the instruction until the round completes.
+    Case { asm: "s_mov_b32 m0, 0; ds_gws_barrier v0 offset:0 gds; s_mov_b32 s1, 1", targets: 7, words: &[0xBEFC0080, 0xD93B0000, 0x00000000, 0xBE810081], init: "v0=1", expect: "s1=0 arrived0=1 round0=0 done=0 pc=0x100000c" },
 ];
 
 #[test]

@@ -156,6 +156,10 @@ impl World {
                     "m0" => w.s[usize::from(M0)] = value(v) as u32,
                     "mode" => w.hw.mode = value(v) as u32,
                     "doorbell" => self.dev.doorbell = value(v) as u32,
+                    g if g.starts_with("arrived") => {
+                        self.dev.gws_arrived[g[7..].parse::<usize>().expect("gws id")] =
+                            value(v) as u32;
+                    }
                     g if g.starts_with("gws") => {
                         self.dev.gws[g[3..].parse::<usize>().expect("gws id")] = value(v) as u32;
                     }
@@ -251,6 +255,12 @@ impl World {
                     "done" => u64::from(w.state == WaveState::Done),
                     "irq" => self.dev.interrupts.last().map_or(u64::MAX, |v| u64::from(*v)),
                     "fault" => continue,
+                    g if g.starts_with("arrived") => {
+                        u64::from(self.dev.gws_arrived[g[7..].parse::<usize>().expect("gws id")])
+                    }
+                    g if g.starts_with("round") => {
+                        u64::from(self.dev.gws_rounds[g[5..].parse::<usize>().expect("gws id")])
+                    }
                     g if g.starts_with("gws") => {
                         u64::from(self.dev.gws[g[3..].parse::<usize>().expect("gws id")])
                     }

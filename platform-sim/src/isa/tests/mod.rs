@@ -13,4 +13,5 @@ pub(crate) mod smem;
 pub(crate) mod sopp;
 pub(crate) mod valu;
 pub(crate) mod vcmp;
+mod vm_permissions;
 pub(crate) mod vmem;
