@@ -80,6 +80,8 @@ fn step_runs_the_engines_on_the_loop_thread_and_reports_the_library_time() {
         // The engines' work is left out: never more than the whole iteration.
         assert!(f(own, "max") <= f(lat, "max"), "{doc}");
         assert!(f(own, "p50") <= f(lat, "p50"), "{doc}");
+        // Preempted iterations are counted, never more than ran.
+        assert!(doc["preempted_iterations"].as_u64().unwrap() < 400, "{doc}");
         let controls = doc["latency_controls"].to_string();
         assert!(controls.contains("stepped on the loop thread"), "{controls}");
         let heap = &doc["heap_allocations_per_iteration"];

@@ -1,20 +1,27 @@
-//! The KFD topology tree read with plain syscalls: one open + read-to-EOF + close per file into
-//! the caller's buffer, and directory listing through a stack buffer. No allocation.
+//! The KFD topology tree read with plain syscalls: one open + read + close per file into the
+//! caller's buffer, and directory listing through a stack buffer. No allocation.
 //!
-//! Only regular files are read: every file is opened with `O_NONBLOCK` (so a FIFO put where
-//! an attribute should be cannot block the open or the read) and checked with `fstat` before
-//! it is read (sysfs attributes are regular files). A directory there is `EISDIR`; a FIFO,
-//! socket or device node is `EINVAL`, as `read(2)` reports an object unsuitable for reading.
-//! Directory entries are node and entry numbers only in the kernel's own spelling (`%d`: no
-//! sign, no leading zero), so `nodes/01` is not taken for node 1.
+//! Only regular files are read, without asking the kernel for the file's type on the common
+//! path: every file is opened with `O_NONBLOCK` (so a FIFO put where an attribute should be
+//! cannot block the open) and read with `pread` at offset 0, which a FIFO, socket or any other
+//! stream (a terminal, most character devices) refuses with `ESPIPE` — reported as `EINVAL`,
+//! as `read(2)` names an object unsuitable for reading — and a directory with `EISDIR`. The
+//! reads that a regular file or sysfs attribute does not give — nothing at all, or a full
+//! window — are checked with `fstat`, so a seekable device node (`/dev/null`, `/dev/zero`, a
+//! block device) is `EINVAL` too. What this lets through is a seekable character device whose
+//! first read returns between one byte and a window less one: read once, never blocking, never
+//! beyond the window. Directory entries are node and entry numbers only in the kernel's own
+//! spelling (`%d`: no sign, no leading zero), so `nodes/01` is not taken for node 1.
 //!
 //! Files are opened relative to a descriptor of the tree's root (`openat`), so the kernel walks
 //! only the components below the root for each of the thousands of files of a large tree. The
 //! entry files of one directory (`nodes/N/io_links/*/properties`, …) are opened relative to a
 //! descriptor of that directory, held while consecutive reads stay in it: two components per
-//! file instead of five. That descriptor is closed whenever `generation_id` is read, which
-//! brackets every snapshot, so none outlives a snapshot (or sees a directory the kernel has
-//! since replaced).
+//! file instead of five. The same descriptor lists the directory when the walk lists it, and a
+//! directory found missing is remembered as missing, so the walk's listing after a missing
+//! entry costs no second failing open. That descriptor (or the memory of a missing directory)
+//! is dropped whenever `generation_id` is read, which brackets every snapshot, so none
+//! outlives a snapshot (or sees a directory the kernel has since replaced).
 
 use core::ffi::CStr;
 use core::mem::MaybeUninit;
@@ -41,11 +48,15 @@ pub struct SysfsTree {
     entries: spin::Mutex<Option<EntryDir>>,
 }
 
-/// An open `nodes/N/<kind>/` directory.
+/// A `nodes/N/<kind>/` directory met in the current snapshot.
 struct EntryDir {
     node: u32,
     kind: EntryKind,
-    fd: OwnedFd,
+    /// Its descriptor, open for reading (so it can be listed too); `None` when the directory
+    /// does not exist.
+    fd: Option<OwnedFd>,
+    /// Whether `fd` has been listed (its position is no longer the start).
+    listed: bool,
 }
 
 impl core::fmt::Debug for SysfsTree {
@@ -149,30 +160,78 @@ fn node(p: &mut FixedPath, n: u32, leaf: &str) -> Result<(), Errno> {
 
 impl SysfsTree {
     /// Opens `nodes/N/<kind>/I/properties` relative to the held directory of `nodes/N/<kind>/`
-    /// (opening it when another one is held). `None` when the directory cannot be opened: the
-    /// caller then opens the file from the root, which reports the file's own errno.
+    /// (opening it when another one is held); `ENOENT` without a system call when that
+    /// directory is known to be missing. `None` when the directory cannot be opened for another
+    /// reason: the caller then opens the file from the root, which reports the file's own errno.
     fn open_entry(&self, node: u32, kind: EntryKind, index: u32) -> Option<Result<OwnedFd, Errno>> {
+        let dir = self.entry_dir(node, kind)?;
+        let opened = match &dir.fd {
+            Some(fd) => {
+                let name = EntryName::new(index);
+                loop {
+                    match rustix::fs::openat(fd.as_fd(), name.as_c_str(), FILE_FLAGS, Mode::empty())
+                    {
+                        Err(rustix::io::Errno::INTR) => {}
+                        r => break r.map_err(from_rustix),
+                    }
+                }
+            }
+            None => Err(Errno::ENOENT),
+        };
+        self.hold(dir);
+        Some(opened)
+    }
+
+    /// Lists `nodes/N/<kind>/` through the held directory (opening it, or learning that it is
+    /// missing, when another one is held), which then stays held for the entries' files. `None`
+    /// when the directory cannot be opened for another reason than its absence.
+    fn list_entries(
+        &self,
+        node: u32,
+        kind: EntryKind,
+        out: &mut [u32],
+    ) -> Option<Result<usize, Errno>> {
+        let mut dir = self.entry_dir(node, kind)?;
+        let listed = match &dir.fd {
+            Some(fd) => {
+                let rewound = if dir.listed {
+                    rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))
+                        .map(drop)
+                        .map_err(from_rustix)
+                } else {
+                    Ok(())
+                };
+                dir.listed = true;
+                rewound.and_then(|()| list_numbers(fd, out))
+            }
+            None => Ok(0),
+        };
+        self.hold(dir);
+        Some(listed)
+    }
+
+    /// The held `nodes/N/<kind>/` when it is that one, else that directory opened now (or
+    /// recorded as missing). `None` when it cannot be opened for another reason than `ENOENT`.
+    fn entry_dir(&self, node: u32, kind: EntryKind) -> Option<EntryDir> {
         let held = self.entries.try_lock().and_then(|mut slot| slot.take());
-        let dir = match held {
-            Some(d) if d.node == node && d.kind == kind => d,
-            _ => {
-                let mut path = self.base();
-                self::node(&mut path, node, kind.dir_name()).ok()?;
-                let fd = self.open(&path, OFlags::PATH | OFlags::DIRECTORY).ok()?;
-                EntryDir { node, kind, fd }
-            }
+        if let Some(d) = held.filter(|d| d.node == node && d.kind == kind) {
+            return Some(d);
+        }
+        let mut path = self.base();
+        self::node(&mut path, node, kind.dir_name()).ok()?;
+        let fd = match self.open(&path, DIR_FLAGS) {
+            Ok(fd) => Some(fd),
+            Err(Errno::ENOENT) => None,
+            Err(_) => return None,
         };
-        let name = EntryName::new(index);
-        let opened = loop {
-            match rustix::fs::openat(dir.fd.as_fd(), name.as_c_str(), FILE_FLAGS, Mode::empty()) {
-                Err(rustix::io::Errno::INTR) => {}
-                r => break r.map_err(from_rustix),
-            }
-        };
+        Some(EntryDir { node, kind, fd, listed: false })
+    }
+
+    /// Keeps `dir` as the held entry directory (unless another reader holds the slot).
+    fn hold(&self, dir: EntryDir) {
         if let Some(mut slot) = self.entries.try_lock() {
             *slot = Some(dir);
         }
-        Some(opened)
     }
 
     /// Closes the held entry directory.
@@ -210,19 +269,54 @@ impl EntryName {
     }
 }
 
-/// How files of the tree are opened: read-only, without blocking (a FIFO's open and read
-/// return at once), close-on-exec.
+/// How files of the tree are opened: read-only, without blocking (a FIFO's open returns at
+/// once), close-on-exec.
 const FILE_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
 
-/// Accepts `fd` only when it is a regular file: `EISDIR` for a directory, `EINVAL` for a FIFO,
-/// socket or device node (an object unsuitable for reading, as `read(2)` calls it).
-fn regular_file(fd: OwnedFd) -> Result<OwnedFd, Errno> {
-    let st = rustix::fs::fstat(&fd).map_err(from_rustix)?;
-    match rustix::fs::FileType::from_raw_mode(st.st_mode) {
-        rustix::fs::FileType::RegularFile => Ok(fd),
-        rustix::fs::FileType::Directory => Err(Errno::EISDIR),
-        _ => Err(Errno::EINVAL),
+/// How directories of the tree are opened (for listing, and as the base of their entries'
+/// files); [`SysfsTree::open`] adds close-on-exec.
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NONBLOCK);
+
+/// Reads a regular file from its start into `buf` with one `pread` (see the module docs):
+/// `EINVAL` for a FIFO, socket or other stream (`ESPIPE`), `EISDIR` for a directory. A read
+/// that returns nothing or fills `buf` — what a device node such as `/dev/null` or `/dev/zero`
+/// gives — is accepted only after `fstat` says the file is regular.
+fn read_regular(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    let want = buf.len();
+    let n = loop {
+        match rustix::io::pread(fd, &mut *buf, 0) {
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::SPIPE) => return Err(Errno::EINVAL),
+            r => break r.map_err(from_rustix)?,
+        }
+    };
+    // A short read of a regular or sysfs file means end of file (sysfs returns a whole
+    // attribute in one read), which saves the second, empty read.
+    if n == 0 || n >= want {
+        let st = rustix::fs::fstat(fd).map_err(from_rustix)?;
+        match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::RegularFile => {}
+            rustix::fs::FileType::Directory => return Err(Errno::EISDIR),
+            _ => return Err(Errno::EINVAL),
+        }
     }
+    Ok(n)
+}
+
+/// Lists the decimal-numbered entries of the directory open at `fd` (from its current
+/// position) into `out` as [`Sysfs::list_dir`](hsakmt_core::platform::Sysfs::list_dir) says.
+fn list_numbers(fd: &OwnedFd, out: &mut [u32]) -> Result<usize, Errno> {
+    let mut space = [MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(fd, &mut space);
+    let mut total = 0;
+    while let Some(entry) = entries.next() {
+        let entry = entry.map_err(from_rustix)?;
+        if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
+            keep_smallest(out, total, n);
+            total += 1;
+        }
+    }
+    Ok(total)
 }
 
 impl hsakmt_core::platform::Sysfs for SysfsTree {
@@ -241,47 +335,22 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
                 self.open(&self.file_path(file)?, FILE_FLAGS)?
             }
         };
-        let fd = regular_file(fd)?;
-        let mut filled = 0;
-        while let Some(rest) = buf.get_mut(filled..) {
-            if rest.is_empty() {
-                break;
-            }
-            let want = rest.len();
-            match rustix::io::read(&fd, rest) {
-                Ok(0) => break,
-                // A short read of a regular or sysfs file means end of file (sysfs returns a
-                // whole attribute in one read), which saves the second, empty read.
-                Ok(n) if n < want => {
-                    filled += n;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(from_rustix(e)),
-            }
-        }
-        Ok(filled)
+        read_regular(&fd, buf)
     }
 
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
+        if let SysfsDir::Entries { node, kind } = dir
+            && let Some(listed) = self.list_entries(node, kind, out)
+        {
+            return listed;
+        }
         let path = self.dir_path(dir)?;
-        let fd = match self.open(&path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK) {
+        let fd = match self.open(&path, DIR_FLAGS) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(0),
             Err(e) => return Err(e),
         };
-        let mut space = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut entries = RawDir::new(fd, &mut space);
-        let mut total = 0;
-        while let Some(entry) = entries.next() {
-            let entry = entry.map_err(from_rustix)?;
-            if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
-                keep_smallest(out, total, n);
-                total += 1;
-            }
-        }
-        Ok(total)
+        list_numbers(&fd, out)
     }
 }
 
@@ -407,6 +476,37 @@ mod tests {
         std::fs::remove_dir_all(dir.join("nodes/1/io_links")).unwrap();
         write("nodes/1/io_links/0/properties", "type 3\n");
         assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 3\n");
+
+        // A listing holds the directory it listed; listing it again starts from its start.
+        let links = SysfsDir::Entries { node: 1, kind: EntryKind::IoLink };
+        let mut ids = [0u32; 4];
+        assert_eq!(read(SysfsFile::GenerationId).unwrap(), "1\n");
+        assert_eq!(tree.list_dir(links, &mut ids), Ok(1));
+        assert!(tree.entries.lock().as_ref().is_some_and(|d| d.fd.is_some() && d.listed));
+        assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 3\n");
+        write("nodes/1/io_links/1/properties", "type 4\n");
+        assert_eq!(tree.list_dir(links, &mut ids), Ok(2));
+        assert_eq!(read(entry(EntryKind::IoLink, 1)).unwrap(), "type 4\n");
+
+        // A missing directory is remembered as missing until generation_id is read again.
+        let banks = SysfsDir::Entries { node: 1, kind: EntryKind::MemBank };
+        assert_eq!(read(entry(EntryKind::MemBank, 0)), Err(Errno::ENOENT));
+        assert!(tree.entries.lock().as_ref().is_some_and(|d| d.fd.is_none()));
+        assert_eq!(tree.list_dir(banks, &mut ids), Ok(0));
+        write("nodes/1/mem_banks/0/properties", "heap_type 0\n");
+        assert_eq!(read(SysfsFile::GenerationId).unwrap(), "1\n");
+        assert_eq!(tree.list_dir(banks, &mut ids), Ok(1));
+        assert_eq!(read(entry(EntryKind::MemBank, 0)).unwrap(), "heap_type 0\n");
+
+        // A directory that cannot be opened for listing (a file in its place) reports the
+        // file's own errno.
+        write("nodes/2/caches", "");
+        assert_eq!(
+            read(SysfsFile::EntryProperties { node: 2, kind: EntryKind::Cache, index: 0 }),
+            Err(Errno::ENOTDIR)
+        );
+        let caches = SysfsDir::Entries { node: 2, kind: EntryKind::Cache };
+        assert_eq!(tree.list_dir(caches, &mut ids), Err(Errno::ENOTDIR));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -436,6 +536,17 @@ mod tests {
         assert_eq!(tree.read_file(SysfsFile::NodeProperties(1), &mut buf), Err(Errno::EISDIR));
         assert_eq!(tree.read_file(SysfsFile::GpuId(0), &mut buf), Err(Errno::ELOOP));
         assert_eq!(tree.read_file(SysfsFile::SystemProperties, &mut buf), Ok(15));
+        // A FIFO with a writer and data waiting in it is refused too (`pread` on a stream),
+        // and its data is left unread.
+        let writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join("nodes/0/properties"))
+            .unwrap();
+        rustix::io::write(&writer, b"simd_count 4\n").unwrap();
+        assert_eq!(tree.read_file(SysfsFile::NodeProperties(0), &mut buf), Err(Errno::EINVAL));
+        let mut left = [0u8; 16];
+        assert_eq!(rustix::io::read(&writer, &mut left[..]), Ok(13), "nothing was consumed");
         // A device node (creating one needs CAP_MKNOD: checked when the test may).
         let null = dir.join("nodes/0/name");
         if mknodat(
@@ -448,6 +559,20 @@ mod tests {
         .is_ok()
         {
             assert_eq!(tree.read_file(SysfsFile::Name(0), &mut buf), Err(Errno::EINVAL));
+        }
+        // A seekable device that fills the window (`/dev/zero`).
+        let zero = dir.join("nodes/0/gpu_id");
+        std::fs::remove_file(&zero).unwrap();
+        if mknodat(
+            CWD,
+            &zero,
+            FileType::CharacterDevice,
+            Mode::from_raw_mode(0o666),
+            rustix::fs::makedev(1, 5),
+        )
+        .is_ok()
+        {
+            assert_eq!(tree.read_file(SysfsFile::GpuId(0), &mut buf), Err(Errno::EINVAL));
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -14,11 +14,13 @@
 //! `--step` runs the simulator's engines on the loop thread (its on-wait mode, the driver's
 //! signal wait blocking at once) and reports each iteration's time less the engines' work
 //! ([`hsakmt_sim::thread_engine_ns`]): the library's own time, which `hsakmt bench run` holds
-//! to p99.9 ≤ 4 × p50.
+//! to p99.9 ≤ 4 × p50. Iterations during which the scheduler ran another task on the loop's
+//! CPU (its run-queue delay grew: [`preemption`]) are left out of that figure and counted.
 
 mod kernels;
 mod pipeline;
 mod plan;
+mod preemption;
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -133,6 +135,10 @@ struct Report {
     /// thread — the library's (and the tool's) own time.
     #[serde(skip_serializing_if = "Option::is_none")]
     library_time_ns: Option<LatencyNs>,
+    /// With `--step`: iterations left out of `library_time_ns` because another task held the
+    /// loop thread's CPU meanwhile (none are left out where the kernel does not report it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preempted_iterations: Option<u64>,
     throughput_per_s: f64,
     heap_allocations_per_iteration: Allocations,
     /// Calls the library made to the simulated device per iteration (the system calls it
@@ -230,12 +236,15 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
 }
 
 /// What `hsakmt run --step` measures, for the benchmark table: the library's own time per
-/// iteration, the whole iteration's, and the steady state's heap allocations per iteration
-/// (the library's and the simulated kernel's), over `iterations` on the default profile.
+/// iteration, the whole iteration's, the steady state's heap allocations per iteration (the
+/// library's and the simulated kernel's) and the preempted iterations left out of the first,
+/// over `iterations` on the default profile.
 ///
 /// # Errors
 /// Whatever fails the run, as its message.
-pub(crate) fn step_library_time(iterations: u64) -> Result<(LatencyNs, LatencyNs, f64), Failure> {
+pub(crate) fn step_library_time(
+    iterations: u64,
+) -> Result<(LatencyNs, LatencyNs, f64, u64), Failure> {
     let args = RunArgs {
         sim: None,
         iterations,
@@ -253,7 +262,8 @@ pub(crate) fn step_library_time(iterations: u64) -> Result<(LatencyNs, LatencyNs
     }
     let library = report.library_time_ns.ok_or("the run measured no library time")?;
     let heap = report.heap_allocations_per_iteration;
-    Ok((library, report.latency_ns, heap.library_steady_state + heap.simulated_kernel_steady_state))
+    let allocations = heap.library_steady_state + heap.simulated_kernel_steady_state;
+    Ok((library, report.latency_ns, allocations, report.preempted_iterations.unwrap_or(0)))
 }
 
 /// A detection failure that the configuration caused (a malformed `HSA_OVERRIDE_GFX_VERSION`):
@@ -444,7 +454,8 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(Report, Vec<String>), 
         agents: used.iter().map(|a| format!("node {} {}", a.id.node, a.name)).collect(),
         compute: computed_by,
         latency_ns: LatencyNs::of(&latencies),
-        library_time_ns: args.step.then(|| LatencyNs::of(&library)),
+        library_time_ns: args.step.then(|| LatencyNs::of(&library.0)),
+        preempted_iterations: args.step.then_some(library.1),
         throughput_per_s: args.iterations as f64 / elapsed.as_secs_f64(),
         heap_allocations_per_iteration: allocations,
         device_calls_per_iteration: (choice.kind == args.sim_kind() && args.simulated())
@@ -474,15 +485,15 @@ fn sim_queue_fault(sim: &SimPlatform) -> Option<String> {
     })
 }
 
-/// Latencies, the library's own times, whether every result checked out, the elapsed time,
-/// latency-control notes, the steady state's allocations, and what computed (each agent's,
-/// distinct ones joined).
-type LoopResult = (Histogram, Histogram, bool, Duration, Vec<String>, Allocations, String);
-/// One agent's latencies and the library's own times (each less the simulated engines' work
-/// on the thread), whether its results checked out, a latency-control note, and its steady
-/// state's allocations (the thread's, those inside ioctls, the simulated engines' on the
-/// thread) and iterations.
-type AgentOutcome = (Histogram, Histogram, bool, Option<String>, (u64, u64, u64, u64));
+/// Latencies, the library's own times and the iterations left out of them (preempted),
+/// whether every result checked out, the elapsed time, latency-control notes, the steady
+/// state's allocations, and what computed (each agent's, distinct ones joined).
+type LoopResult = (Histogram, (Histogram, u64), bool, Duration, Vec<String>, Allocations, String);
+/// One agent's latencies, the library's own times (each less the simulated engines' work on
+/// the thread) and the iterations left out of them (preempted), whether its results checked
+/// out, a latency-control note, and its steady state's allocations (the thread's, those
+/// inside ioctls, the simulated engines' on the thread) and iterations.
+type AgentOutcome = (Histogram, Histogram, u64, bool, Option<String>, (u64, u64, u64, u64));
 
 /// The calling thread's heap allocations less the simulated engines' work run on it (with
 /// `--step` or `--inject` they run inside the loop thread's waits).
@@ -535,6 +546,8 @@ fn run_loop(
                     let mut output = vec![0u8; args.block as usize];
                     let warm = (count / 10).min(WARM_ITERATIONS);
                     let mut steady = (0, 0, 0, 0);
+                    let delay = if args.step { preemption::RunQueueDelay::open() } else { None };
+                    let mut preempted = 0u64;
                     for k in 0..count {
                         if failed.load(Ordering::Relaxed) {
                             break;
@@ -545,6 +558,7 @@ fn run_loop(
                             steady.3 = hsakmt_sim::thread_engine_allocations();
                         }
                         let n = k * threads + i as u64;
+                        let waited = delay.as_ref().and_then(preemption::RunQueueDelay::ns);
                         let engines = hsakmt_sim::thread_engine_ns();
                         let t = Instant::now();
                         match p.iterate(n, &mut input, &mut output) {
@@ -556,9 +570,14 @@ fn run_loop(
                         }
                         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
                         lat.record(ns);
-                        own.record(
-                            ns.saturating_sub(hsakmt_sim::thread_engine_ns().wrapping_sub(engines)),
-                        );
+                        let engines = hsakmt_sim::thread_engine_ns().wrapping_sub(engines);
+                        if waited.is_some()
+                            && delay.as_ref().and_then(preemption::RunQueueDelay::ns) != waited
+                        {
+                            preempted += 1;
+                        } else {
+                            own.record(ns.saturating_sub(engines));
+                        }
                         done.fetch_add(1, Ordering::Relaxed);
                         if k >= warm {
                             steady.2 += 1;
@@ -567,7 +586,7 @@ fn run_loop(
                     steady.0 = own_allocations().wrapping_sub(steady.0);
                     steady.1 = hsakmt_sim::thread_ioctl_allocations().wrapping_sub(steady.1);
                     steady.3 = hsakmt_sim::thread_engine_allocations().wrapping_sub(steady.3);
-                    Ok((lat, own, ok, rt, steady))
+                    Ok((lat, own, preempted, ok, rt, steady))
                 })
             })
             .collect();
@@ -604,8 +623,9 @@ fn run_loop(
     let mut verified = true;
     let mut rt = Vec::new();
     let (mut library, mut kernel, mut engines, mut steady_iterations) = (0u64, 0u64, 0u64, 0u64);
+    let mut preempted = 0u64;
     for o in outcomes {
-        let (lat, own, ok, note, (thread, in_ioctls, iterations, in_engines)) = match o {
+        let (lat, own, left_out, ok, note, (thread, in_ioctls, iterations, in_engines)) = match o {
             Ok(o) => o,
             Err(mut e) => {
                 if let Some(why) = &why {
@@ -616,6 +636,7 @@ fn run_loop(
         };
         all.merge(&lat);
         library_time.merge(&own);
+        preempted = preempted.saturating_add(left_out);
         verified &= ok;
         rt.extend(note);
         library = library.saturating_add(thread.saturating_sub(in_ioctls));
@@ -632,6 +653,7 @@ fn run_loop(
             .then(|| engines as f64 / steady_iterations.max(1) as f64),
         process: process_allocations as f64 / args.iterations.max(1) as f64,
     };
+    let library_time = (library_time, preempted);
     (Ok((all, library_time, verified, elapsed, rt, allocations, computed_by)), released)
 }
 
@@ -654,11 +676,12 @@ fn print_report(r: &Report) -> Result<(), Failure> {
         let _ = writeln!(
             s,
             "  library     p50 {}  p99 {}  p99.9 {}  max {}  (each iteration less the \
-             simulated engines' work)",
+             simulated engines' work; {} preempted iterations left out)",
             us(l.p50),
             us(l.p99),
             us(l.p99_9),
-            us(l.max)
+            us(l.max),
+            r.preempted_iterations.unwrap_or(0)
         );
     }
     let _ = writeln!(s, "  throughput  {:.0} iterations/s", r.throughput_per_s);
