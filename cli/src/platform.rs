@@ -1,6 +1,6 @@
 //! The platform the command-line tool runs the library over, chosen at run time.
 //!
-//! The library is generic over its [`Platform`]: a program that links one platform (the
+//! The library is generic over its [`Platform`](hsakmt_core::platform::Platform): a program that links one platform (the
 //! appliance's control loop over `/dev/kfd`) gets the facade and the driver layer compiled
 //! for it alone, with every platform call a direct one. `hsakmt` reaches several — the real
 //! device, the simulator, and the benchmarks' instrumented simulators — and picks among them
