@@ -1,8 +1,8 @@
 //! The platform the command-line tool runs the library over, chosen at run time.
 //!
-//! The library is generic over its [`Platform`](hsakmt_core::platform::Platform): a program that links one platform (the
-//! appliance's control loop over `/dev/kfd`) gets the facade and the driver layer compiled
-//! for it alone, with every platform call a direct one. `hsakmt` reaches several — the real
+//! The library is generic over its [`Platform`](hsakmt_core::platform::Platform): a program
+//! that links one platform (the appliance's control loop over `/dev/kfd`) gets the facade and
+//! the driver layer compiled for it alone, with every platform call a direct one. `hsakmt` reaches several — the real
 //! device, the simulator, and the benchmarks' instrumented simulators — and picks among them
 //! while it runs. Instantiating the facade, the driver layer and the topology reader once per
 //! platform put two to four copies of each into the static binary; over [`AnyPlatform`] they
