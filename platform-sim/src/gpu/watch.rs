@@ -187,6 +187,12 @@ impl<M: WaveMemory> WaveMemory for WatchedMemory<'_, M> {
         Ok(())
     }
 
+    fn fetch(&mut self, address: u64, dst: &mut [u8]) -> Result<(), MemFault> {
+        // An instruction fetch is no data access: no watch sees it, the mapping's execute
+        // permission still decides.
+        self.inner.fetch(address, dst)
+    }
+
     fn flush(&mut self) {
         self.inner.flush();
     }
