@@ -218,17 +218,8 @@ pub unsafe extern "C" fn hsaKmtDbgGetDeviceData(
         Err(e) => return dbg_status("hsaKmtDbgGetDeviceData", &e),
     };
     let kept = entries.get(..n as usize).unwrap_or(&entries);
-    let p = malloc_copy(bytes_of(kept));
-    if p.is_null() {
-        return HSAKMT_STATUS_NO_MEMORY;
-    }
     // SAFETY: all non-NULL (checked) and valid for writes, as the caller guarantees.
-    unsafe {
-        data.write_unaligned(p);
-        n_entries.write_unaligned(kept.len() as u32);
-        entry_size.write_unaligned(size_of::<kfd_dbg_device_info_entry>() as u32);
-    }
-    HSAKMT_STATUS_SUCCESS
+    unsafe { hand_out(kept, data, n_entries, entry_size) }
 }
 
 /// `hsaKmtDbgGetQueueData`: the queue snapshot of the calling process (one
@@ -256,15 +247,31 @@ pub unsafe extern "C" fn hsaKmtDbgGetQueueData(
         Err(e) => return dbg_status("hsaKmtDbgGetQueueData", &e),
     };
     let kept = entries.get(..n as usize).unwrap_or(&entries);
-    let p = malloc_copy(bytes_of(kept));
+    // SAFETY: all non-NULL (checked) and valid for writes, as the caller guarantees.
+    unsafe { hand_out(kept, data, n_entries, entry_size) }
+}
+
+/// Hands a snapshot to the C caller as upstream does: a `malloc`ed copy of `entries` in
+/// `*data`, their count in `*n_entries`, the size of one in `*entry_size`; `NO_MEMORY` when the
+/// copy cannot be allocated (nothing written then).
+///
+/// # Safety
+/// The three pointers are non-NULL and valid for writes.
+unsafe fn hand_out<T: Copy>(
+    entries: &[T],
+    data: *mut *mut c_void,
+    n_entries: *mut HSAuint32,
+    entry_size: *mut HSAuint32,
+) -> HSAKMT_STATUS {
+    let p = malloc_copy(bytes_of(entries));
     if p.is_null() {
         return HSAKMT_STATUS_NO_MEMORY;
     }
-    // SAFETY: all non-NULL (checked) and valid for writes, as the caller guarantees.
+    // SAFETY: as the caller guarantees.
     unsafe {
         data.write_unaligned(p);
-        n_entries.write_unaligned(kept.len() as u32);
-        entry_size.write_unaligned(size_of::<kfd_queue_snapshot_entry>() as u32);
+        n_entries.write_unaligned(entries.len() as u32);
+        entry_size.write_unaligned(size_of::<T>() as u32);
     }
     HSAKMT_STATUS_SUCCESS
 }
