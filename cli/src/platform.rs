@@ -81,6 +81,15 @@ impl AnyPlatform {
     }
 }
 
+/// Why a queue of the simulator stopped, when one did: the exception, the packet and the
+/// wave's fault.
+pub(crate) fn queue_fault_text(sim: &SimPlatform) -> Option<String> {
+    sim.queue_ids().into_iter().find_map(|q| sim.queue_fault(q)).map(|f| {
+        let wave = f.wave.map(|w| format!(": {w}")).unwrap_or_default();
+        format!("exception {} at packet {}{wave}", f.exception, f.packet)
+    })
+}
+
 impl From<LinuxPlatform> for AnyPlatform {
     fn from(p: LinuxPlatform) -> Self {
         AnyPlatform::Linux(Box::new(p))

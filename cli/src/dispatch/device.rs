@@ -114,11 +114,7 @@ impl Devices {
 
     /// Why the simulated queue stopped, when it did.
     fn sim_fault(&self) -> Option<String> {
-        let sim = self.sim.kfd().platform().sim()?;
-        sim.queue_ids().into_iter().find_map(|q| sim.queue_fault(q)).map(|f| {
-            let wave = f.wave.map(|w| format!(": {w}")).unwrap_or_default();
-            format!("exception {} at packet {}{wave}", f.exception, f.packet)
-        })
+        crate::platform::queue_fault_text(self.sim.kfd().platform().sim()?)
     }
 
     /// A name for the platform of `driver`.

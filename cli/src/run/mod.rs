@@ -423,7 +423,9 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(Report, Vec<String>), 
     let device_calls = probe.device_calls();
     let (result, mut problems) =
         run_loop(driver, used.iter().map(|a| a.id).collect(), args, compute, tune, &|| {
-            (choice.kind == DriverKind::Sim).then(|| sim_queue_fault(&probe)).flatten()
+            (choice.kind == DriverKind::Sim)
+                .then(|| crate::platform::queue_fault_text(&probe))
+                .flatten()
         });
     let device_calls = probe.device_calls().wrapping_sub(device_calls);
     if let Err(e) = driver.shutdown() {
@@ -475,14 +477,6 @@ fn detect_and_run(args: &RunArgs, plan: &Plan) -> Result<(Report, Vec<String>), 
         failures.push(format!("an injected fault never fired:{never}"));
     }
     Ok((report, failures))
-}
-
-/// Why a simulated queue stopped, when one did: the exception and the wave's fault.
-fn sim_queue_fault(sim: &SimPlatform) -> Option<String> {
-    sim.queue_ids().into_iter().find_map(|q| sim.queue_fault(q)).map(|f| {
-        let wave = f.wave.map(|w| format!(": {w}")).unwrap_or_default();
-        format!("exception {} at packet {}{wave}", f.exception, f.packet)
-    })
 }
 
 /// Latencies, the library's own times and the iterations left out of them (preempted),
