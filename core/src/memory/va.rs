@@ -813,6 +813,25 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         size
     }
 
+    /// The start addresses of the live allocations nearest to `block` before and after it in
+    /// its range (`None` where there is none, or when `block` is not live): its neighbours in an
+    /// address-ordered index of the allocations. `O(1)`: free blocks are never adjacent, so each
+    /// is at most two physical links away.
+    #[must_use]
+    pub fn neighbour_allocations(&self, block: VaBlock) -> [Option<u64>; 2] {
+        let live = self
+            .slot(block.slot)
+            .is_some_and(|s| s.state == State::Used && s.links.key == block.addr);
+        if !live {
+            return [None, None];
+        }
+        let start = |b: u32| (b != NIL).then(|| self.start(b));
+        [
+            start(self.used_neighbour(block.slot, |s| s.prev_phys)),
+            start(self.used_neighbour(block.slot, |s| s.next_phys)),
+        ]
+    }
+
     /// The size of the live allocation starting at `addr`.
     #[must_use]
     pub fn allocation_size(&self, addr: u64) -> Option<u64> {

@@ -346,15 +346,31 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         Ok(h.index)
     }
 
+    /// The in-order neighbours of a new object starting at `start` in the start index: next
+    /// to the object starting at one of the `near` addresses (through the address cache), or
+    /// to the finger, or else found by a descent from the root.
+    fn neighbours_of(&self, start: u64, near: [Option<u64>; 2]) -> (u32, u32) {
+        let t = self.starts();
+        near.into_iter()
+            .flatten()
+            .filter_map(|a| self.cached_start(a))
+            .chain(core::iter::once(self.finger))
+            .find_map(|c| avl::neighbours_near(&t, start, c))
+            .unwrap_or_else(|| avl::neighbours(&t, start))
+    }
+
     /// Validates a new object; returns its in-order neighbours in the start index.
-    fn check_new(&self, obj: &MemoryObject<T>) -> Result<(u32, u32), Error> {
+    fn check_new(
+        &self,
+        obj: &MemoryObject<T>,
+        near: [Option<u64>; 2],
+    ) -> Result<(u32, u32), Error> {
         if obj.size == 0 {
             return Err(Error::ZeroSize);
         }
         let end = obj.start.checked_add(obj.size).ok_or(Error::SizeOverflow)?;
         let t = self.starts();
-        let (pred, succ) = avl::neighbours_near(&t, obj.start, self.finger)
-            .unwrap_or_else(|| avl::neighbours(&t, obj.start));
+        let (pred, succ) = self.neighbours_of(obj.start, near);
         if (pred != NIL && t.end(pred) > obj.start) || (succ != NIL && t.links(succ).key < end) {
             return Err(Error::ObjectOverlap { start: obj.start });
         }
@@ -393,7 +409,29 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         &mut self,
         obj: MemoryObject<T>,
     ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
-        let (pred, succ) = match self.check_new(&obj) {
+        self.insert_near(obj, [None, None])
+    }
+
+    /// As [`ObjectTable::insert`], given the start addresses of objects that are likely the new
+    /// object's neighbours in address order (for an allocation, the allocations on either side
+    /// of its address range, e.g. from
+    /// [`VaAllocator::neighbour_allocations`](crate::memory::va::VaAllocator::neighbour_allocations)).
+    /// A hint is only a guess — the result never depends on it — but a right one spares the
+    /// descent from the root: the new object is attached next to that neighbour after an address
+    /// cache lookup and a climb to the neighbour's nearest ancestor on the other side.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::insert`].
+    #[expect(
+        clippy::result_large_err,
+        reason = "a rejected object is handed back to the caller (heapless style), not dropped"
+    )]
+    pub fn insert_near(
+        &mut self,
+        obj: MemoryObject<T>,
+        near: [Option<u64>; 2],
+    ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
+        let (pred, succ) = match self.check_new(&obj, near) {
             Ok(n) => n,
             Err(e) => return Err((e, obj)),
         };
@@ -641,14 +679,16 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         let buckets = (cap / 2) as usize;
         for b in 0..buckets {
             for k in 0..4 {
-                let e = Self::cache_entry(nodes, b, k);
-                if e == NIL {
+                let raw = Self::cache_entry(nodes, b, k);
+                if raw == NIL {
                     continue;
                 }
+                let e = self.entry_slot(raw);
                 let Some(o) = self.slot(e).and_then(|s| s.object.as_ref()) else {
                     return Err(Violation::IndexMembership { slot: e });
                 };
                 if !self.buckets_of(o.start).contains(&b)
+                    || raw != self.cache_entry_for(o.start, e)
                     || self.cache_find_slot(o.start, e) != Some((b, k))
                 {
                     return Err(Violation::IndexMembership { slot: e });
