@@ -217,12 +217,22 @@ fn rebalance<T: TreeMut>(t: &mut T, x: u32) -> u32 {
 /// (its parent's record of it is then still right).
 fn retrace<T: TreeMut>(t: &mut T, mut x: u32, mut side: Option<(bool, u8)>, early_exit: bool) {
     while x != NIL {
+        // One access to `x`: record the changed side, and when `x` stays balanced, its height.
+        let Some(m) = t.links_mut(x) else { return };
         if let Some((left, h)) = side {
-            set_side_height(t, x, left, h);
+            if left {
+                m.hl = h;
+            } else {
+                m.hr = h;
+            }
         }
-        let l = t.links(x);
-        if l.hl.abs_diff(l.hr) > 1 {
-            update(t, x);
+        let l = *m;
+        let h = l.hl.max(l.hr).saturating_add(1);
+        let balanced = l.hl.abs_diff(l.hr) <= 1;
+        if balanced {
+            m.height = h;
+        }
+        if !balanced {
             let top = rebalance(t, x);
             let lt = t.links(top);
             side = Some((is_left_child(t, lt.parent, top), lt.height));
@@ -230,11 +240,7 @@ fn retrace<T: TreeMut>(t: &mut T, mut x: u32, mut side: Option<(bool, u8)>, earl
             continue;
         }
         // Balanced here: only the height (and maximum) can change.
-        let h = l.hl.max(l.hr).saturating_add(1);
         let mut changed = h != l.height;
-        if changed && let Some(m) = t.links_mut(x) {
-            m.height = h;
-        }
         if T::INTERVAL {
             let m = t.end(x).max(sub_max(t, l.left)).max(sub_max(t, l.right));
             changed |= m != t.max_end(x);
