@@ -10,7 +10,9 @@
 //! 2^18 nodes, 46 for 2^32. Every operation here walks one root-to-leaf path, sometimes twice
 //! (insert: descend + retrace; remove: find successor + retrace; stabbing query: descend +
 //! descend), so its worst case is a small multiple of that height — bounded by the compile-time
-//! capacity of the table, independent of anything else.
+//! capacity of the table, independent of anything else. Each node records the heights of its
+//! subtrees, so retracing touches only the nodes on its path (and rotations the nodes they
+//! move), never a sibling for its height.
 
 use super::Violation;
 

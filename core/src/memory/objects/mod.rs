@@ -20,15 +20,20 @@
 //! # Indexes and worst cases
 //! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
 //!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
-//!   path. Insertion first tries the *finger* — the node touched by the last insertion or
-//!   removal — as the new object's in-order neighbour (a validated guess: one climb to the
-//!   nearest ancestor on the other side), and descends from the root only if that fails; in a
-//!   steady allocate/free cycle the finger hits and no root descent happens.
+//!   path. Insertion first tries the objects the caller names as likely neighbours
+//!   ([`ObjectTable::insert_near`]: for an allocation, the allocations beside it in its
+//!   aperture, found through the address cache), then the *finger* — the node touched by the
+//!   last insertion or removal — as the new object's in-order neighbour (each a validated guess:
+//!   one climb to the nearest ancestor on the other side), and descends from the root only if
+//!   all fail; in a steady allocate/free cycle, of repeated or random shapes, no root descent
+//!   happens.
 //! - **Address cache**: a 2-choice, 4-way set-associative map from start address to slot,
 //!   embedded in the index nodes (two entries per node, so 2 × capacity entries: at most 50 %
-//!   load). [`ObjectTable::find_exact`] probes at most 8 entries in 2 buckets; an object that
-//!   found both buckets full is not cached, and only while such objects exist does a miss fall
-//!   back to the tree. The cache never changes a result, only its cost.
+//!   load). An entry holds the slot index and, in the bits the capacity leaves free, a
+//!   fingerprint of the address, so [`ObjectTable::find_exact`] compares up to 8 entries of 2
+//!   buckets (two cache lines) and reads the index node of a matching entry only; an object
+//!   that found both buckets full is not cached, and only while such objects exist does a miss
+//!   fall back to the tree. The cache never changes a result, only its cost.
 //! - **User-pointer index**, for registered host memory (libhsakmt's `user_tree`): user ranges
 //!   may overlap, so it is an interval tree (subtree maxima of range ends);
 //!   [`ObjectTable::find_userptr_containing`] takes two root-to-leaf walks — where libhsakmt's
@@ -36,7 +41,8 @@
 //!
 //! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
 //! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
-//! duplicate-userptr check, two insertions) plus 8 cache probes;
+//! duplicate-userptr check, two insertions) plus 8 cache probes,
+//! [`insert_near`](ObjectTable::insert_near) two more climbs and 16 more probes;
 //! [`remove`](ObjectTable::remove) and [`remove_retired`](ObjectTable::remove_retired) ≤ 3·`H`
 //! per tree plus 8 probes; [`retire`](ObjectTable::retire) and
 //! [`revive_with`](ObjectTable::revive_with) `O(1)`;
