@@ -377,6 +377,14 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         self.slot(i).map_or(NIL, |s| s.prev_phys)
     }
 
+    fn next_free(&self, i: u32) -> u32 {
+        self.slot(i).map_or(NIL, |s| s.next_free)
+    }
+
+    fn prev_free(&self, i: u32) -> u32 {
+        self.slot(i).map_or(NIL, |s| s.prev_free)
+    }
+
     fn set_prev_phys(&mut self, i: u32, v: u32) {
         if let Some(s) = self.slot_mut(i) {
             s.prev_phys = v;
@@ -549,6 +557,15 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// Turns `[a, a + size)` of free block `b` into a used block; the caller checked that the
     /// range lies in `b` and that [`Self::split_cost`] descriptors are available.
     fn carve(&mut self, b: u32, a: u64, size: u64) -> u32 {
+        // As in `release_used`: start the reads of the blocks this touches — `b`'s successor on
+        // its free list and its physical neighbours (the new block's index neighbours) — at
+        // once, so that their cache misses overlap.
+        if let Some(&s) = self.slot(b) {
+            let touched = self.state(s.next_free) as u32
+                ^ self.state(s.next_phys) as u32
+                ^ self.state(s.prev_phys) as u32;
+            core::hint::black_box(touched);
+        }
         let (b_start, b_end) = (self.start(b), self.end(b));
         self.list_unlink(b);
         let used = if a > b_start {
@@ -783,6 +800,20 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     /// Turns used block `u` free, coalescing with its free neighbours; returns its size.
     fn release_used(&mut self, u: u32) -> u64 {
+        // Start the reads of the blocks coalescing will touch — the physical neighbours and
+        // their free-list neighbours — before the index removal, so that their cache misses
+        // overlap with its walk instead of following it.
+        let mut touched = 0u32;
+        for b in [self.next_phys(u), self.prev_phys(u)] {
+            if let Some(&s) = self.slot(b)
+                && s.state == State::Free
+            {
+                touched ^= self.next_phys(s.next_phys)
+                    ^ self.next_free(s.prev_free)
+                    ^ self.prev_free(s.next_free);
+            }
+        }
+        core::hint::black_box(touched);
         avl::remove(self, u);
         let size = self.size(u);
         self.live = self.live.saturating_sub(1);

@@ -276,6 +276,14 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         }
     }
 
+    /// Reads the first entry of both of `addr`'s buckets (for [`core::hint::black_box`]): a way
+    /// to start loading the buckets an insertion will fill while the tree is being searched.
+    pub(super) fn touch_buckets(&self, addr: u64) -> u32 {
+        let nodes = self.slots.nodes();
+        let [b1, b2] = self.buckets_of(addr);
+        Self::cache_entry(nodes, b1, 0) ^ Self::cache_entry(nodes, b2, 0)
+    }
+
     /// Where slot `i` sits in the cache (bucket, entry), if it does.
     pub(super) fn cache_find_slot(&self, addr: u64, i: u32) -> Option<(usize, usize)> {
         let nodes = self.slots.nodes();

@@ -437,6 +437,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         obj: MemoryObject<T>,
         near: [Option<u64>; 2],
     ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
+        // The address cache's buckets for the new object load while the tree is searched.
+        core::hint::black_box(self.touch_buckets(obj.start));
         let (pred, succ) = match self.check_new(&obj, near) {
             Ok(n) => n,
             Err(e) => return Err((e, obj)),
@@ -485,8 +487,9 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             .and_then(|s| s.object.as_ref())
             .map_or((0, false), |o| (o.start, o.userptr.is_some()));
         let links = self.starts().links(i);
-        avl::remove(&mut self.starts_mut(), i);
+        // The cache first: its buckets are read while the tree's nodes are still on their way.
         self.cache_remove(start, i);
+        avl::remove(&mut self.starts_mut(), i);
         // The removed node's parent (or, for an inner node, whatever took its place) borders
         // the freed gap: the likely neighbour of the next insertion there.
         self.finger = if links.parent != NIL { links.parent } else { self.root_start };
