@@ -5,11 +5,11 @@
 //! 0.95 MiB in a release build, a [`KfdDriver`] 0.75 and 1.2 MiB (measured on the simulator).
 //!
 //! The arrays are built directly on the heap, their memory advised for transparent huge pages
-//! before it is written (the memory manager walks them at random). Debug builds, which build a large value in
-//! several stack temporaries, box the snapshot and the queue and event tables by copying a
-//! compile-time constant once each; release builds allocate first and build them there (the
-//! snapshot in place; the nested queue and event tables through about 0.9 MiB of stack), as a
-//! constant would add its size to the binary.
+//! before it is written (the memory manager walks them at random). Debug builds, which build a
+//! large value in several stack temporaries, box the snapshot and the queue and event tables by
+//! copying a compile-time constant once each; release builds allocate first and build them
+//! there (the snapshot in place; the nested queue and event tables through about 0.9 MiB of
+//! stack), as a constant would add its size to the binary.
 //!
 //! ```no_run
 //! use hsakmt_linux::{LinuxPlatform, boxed_kfd};
