@@ -216,31 +216,27 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     // its buckets full is simply not cached (`uncached` counts them); lookups then fall back to
     // the tree, so the cache never changes a result, only the cost.
     //
-    // An entry is the slot index in its low `slot_bits` bits (the bit length of the capacity,
-    // so that no entry equals NIL) and a fingerprint of the address above them: a lookup
-    // compares fingerprints inside the bucket and reads the index node of a matching entry
-    // only (one node in all but one case in 2^(32 − slot_bits), instead of every occupied
-    // entry of both buckets).
+    // An entry is the slot index in its low `b` bits (`b` the bit length of the capacity, so
+    // that no entry equals NIL) and a fingerprint of the address above them: a lookup compares
+    // fingerprints inside the bucket and reads the index node of a matching entry only (one
+    // node in all but one case in 2^(32 − b), instead of every occupied entry of both
+    // buckets).
 
-    /// Bits of an entry holding the slot index.
-    fn slot_bits(&self) -> u32 {
-        u32::BITS.saturating_sub(self.capacity().leading_zeros())
-    }
-
-    /// The mask of the slot-index bits of an entry.
+    /// The mask of the slot-index bits of an entry: as many as the capacity's bit length.
     fn slot_mask(&self) -> u32 {
-        u32::MAX.checked_shl(self.slot_bits()).map_or(u32::MAX, |m| !m)
+        u32::MAX.checked_shr(self.capacity().leading_zeros()).unwrap_or(0)
     }
 
     /// The fingerprint bits of `addr`'s entries (in place above the slot bits).
-    fn fingerprint(&self, addr: u64) -> u32 {
+    fn fingerprint(addr: u64, mask: u32) -> u32 {
         let h = addr.rotate_right(12).wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 32;
-        (h as u32) & !self.slot_mask()
+        (h as u32) & !mask
     }
 
     /// The cache entry naming slot `i` at address `addr`.
     pub(super) fn cache_entry_for(&self, addr: u64, i: u32) -> u32 {
-        (i & self.slot_mask()) | self.fingerprint(addr)
+        let mask = self.slot_mask();
+        (i & mask) | Self::fingerprint(addr, mask)
     }
 
     pub(super) fn buckets_of(&self, addr: u64) -> [usize; 2] {
@@ -321,7 +317,8 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// The slot of the object starting at `addr` if the address cache has it.
     pub(super) fn cached_start(&self, addr: u64) -> Option<u32> {
         let nodes = self.slots.nodes();
-        let (tag, mask) = (self.fingerprint(addr), self.slot_mask());
+        let mask = self.slot_mask();
+        let tag = Self::fingerprint(addr, mask);
         for b in self.buckets_of(addr) {
             for k in 0..4 {
                 let e = Self::cache_entry(nodes, b, k);
