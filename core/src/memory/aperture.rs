@@ -540,6 +540,13 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> Aperture<S> {
         Ok(reserved.saturating_sub(self.config.guard_bytes()))
     }
 
+    /// The start addresses of the allocations nearest to `alloc` on either side in its range
+    /// (see [`VaAllocator::neighbour_allocations`]; `O(1)`).
+    #[must_use]
+    pub fn neighbour_allocations(&self, alloc: &ApertureAllocation) -> [Option<u64>; 2] {
+        self.va.neighbour_allocations(alloc.block)
+    }
+
     /// The allocation `(start, size without guard)` containing `addr` (guard pages count as
     /// part of their allocation).
     #[must_use]

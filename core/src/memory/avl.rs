@@ -10,7 +10,9 @@
 //! 2^18 nodes, 46 for 2^32. Every operation here walks one root-to-leaf path, sometimes twice
 //! (insert: descend + retrace; remove: find successor + retrace; stabbing query: descend +
 //! descend), so its worst case is a small multiple of that height — bounded by the compile-time
-//! capacity of the table, independent of anything else.
+//! capacity of the table, independent of anything else. Each node records the heights of its
+//! subtrees, so retracing touches only the nodes on its path (and rotations the nodes they
+//! move), never a sibling for its height.
 
 use super::Violation;
 
@@ -18,6 +20,11 @@ use super::Violation;
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// The tree links of one node. `height == 0` means "not in the tree".
+///
+/// Besides its own height, a node keeps the heights of its two subtrees (`hl`, `hr`, in what
+/// would otherwise be padding), so that retracing and rotating read only the nodes on the path
+/// and the ones that move — never a sibling just for its height (in a large table, each such
+/// read is a cache miss).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Links {
     /// Primary sort key (a start address).
@@ -26,11 +33,16 @@ pub(crate) struct Links {
     pub(crate) right: u32,
     pub(crate) parent: u32,
     pub(crate) height: u8,
+    /// Height of the left subtree.
+    pub(crate) hl: u8,
+    /// Height of the right subtree.
+    pub(crate) hr: u8,
 }
 
 impl Links {
     /// An unlinked node.
-    pub(crate) const EMPTY: Self = Self { key: 0, left: NIL, right: NIL, parent: NIL, height: 0 };
+    pub(crate) const EMPTY: Self =
+        Self { key: 0, left: NIL, right: NIL, parent: NIL, height: 0, hl: 0, hr: 0 };
 }
 
 /// Read access to one tree stored in an arena.
@@ -85,6 +97,22 @@ fn set_parent<T: TreeMut>(t: &mut T, i: u32, v: u32) {
     }
 }
 
+/// Records `h` as the height of `x`'s left (`left`) or right subtree.
+fn set_side_height<T: TreeMut>(t: &mut T, x: u32, left: bool, h: u8) {
+    if let Some(l) = t.links_mut(x) {
+        if left {
+            l.hl = h;
+        } else {
+            l.hr = h;
+        }
+    }
+}
+
+/// Whether `c` is the left child of `p` (`false` when `p` is [`NIL`]).
+fn is_left_child<T: Tree>(t: &T, p: u32, c: u32) -> bool {
+    p != NIL && t.links(p).left == c
+}
+
 /// Whether node `a` sorts before node `b`.
 fn less<T: Tree>(t: &T, a: u32, b: u32) -> bool {
     let (ka, kb) = (t.links(a).key, t.links(b).key);
@@ -95,10 +123,11 @@ fn less<T: Tree>(t: &T, a: u32, b: u32) -> bool {
     }
 }
 
-/// Recomputes the height (and subtree maximum) of `x`; returns whether either changed.
+/// Recomputes the height of `x` from its recorded subtree heights (and, in interval trees, its
+/// subtree maximum from its children); returns whether either changed.
 fn update<T: TreeMut>(t: &mut T, x: u32) -> bool {
     let l = t.links(x);
-    let h = height(t, l.left).max(height(t, l.right)).saturating_add(1);
+    let h = l.hl.max(l.hr).saturating_add(1);
     let mut changed = h != l.height;
     if let Some(m) = t.links_mut(x) {
         m.height = h;
@@ -123,47 +152,59 @@ fn replace_child<T: TreeMut>(t: &mut T, parent: u32, old: u32, new: u32) {
     set_parent(t, new, parent);
 }
 
+/// Rotates `x` down to the left; returns its right child, which takes its place. The parent's
+/// record of the subtree's height is left to the caller (the retrace that follows).
 fn rotate_left<T: TreeMut>(t: &mut T, x: u32) -> u32 {
     let lx = t.links(x);
     let y = lx.right;
-    let b = t.links(y).left;
+    let ly = t.links(y);
+    let b = ly.left;
     set_right(t, x, b);
     set_parent(t, b, x);
+    set_side_height(t, x, false, ly.hl);
     set_left(t, y, x);
     replace_child(t, lx.parent, x, y);
     set_parent(t, x, y);
     update(t, x);
+    let hx = t.links(x).height;
+    set_side_height(t, y, true, hx);
     update(t, y);
     y
 }
 
+/// Rotates `x` down to the right (the mirror image of [`rotate_left`]).
 fn rotate_right<T: TreeMut>(t: &mut T, x: u32) -> u32 {
     let lx = t.links(x);
     let y = lx.left;
-    let b = t.links(y).right;
+    let ly = t.links(y);
+    let b = ly.right;
     set_left(t, x, b);
     set_parent(t, b, x);
+    set_side_height(t, x, true, ly.hr);
     set_right(t, y, x);
     replace_child(t, lx.parent, x, y);
     set_parent(t, x, y);
     update(t, x);
+    let hx = t.links(x).height;
+    set_side_height(t, y, false, hx);
     update(t, y);
     y
 }
 
-/// Restores the AVL balance at `x` (whose height is up to date); returns the subtree's root.
+/// Restores the AVL balance at `x` (whose subtree heights are recorded); returns the subtree's
+/// root.
 fn rebalance<T: TreeMut>(t: &mut T, x: u32) -> u32 {
     let l = t.links(x);
-    let bf = i32::from(height(t, l.left)).saturating_sub(i32::from(height(t, l.right)));
+    let bf = i32::from(l.hl).saturating_sub(i32::from(l.hr));
     if bf > 1 {
         let c = t.links(l.left);
-        if height(t, c.left) < height(t, c.right) {
+        if c.hl < c.hr {
             rotate_left(t, l.left);
         }
         rotate_right(t, x)
     } else if bf < -1 {
         let c = t.links(l.right);
-        if height(t, c.right) < height(t, c.left) {
+        if c.hr < c.hl {
             rotate_right(t, l.right);
         }
         rotate_left(t, x)
@@ -172,24 +213,36 @@ fn rebalance<T: TreeMut>(t: &mut T, x: u32) -> u32 {
     }
 }
 
-/// Walks from `x` to the root updating and rebalancing. With `early_exit`, stops at the first
-/// node whose height and maximum did not change (valid after an insertion).
-fn retrace<T: TreeMut>(t: &mut T, mut x: u32, early_exit: bool) {
+/// Walks from `x` to the root updating and rebalancing. `side`: the subtree of `x` whose height
+/// changed and its new height (`None`: `x`'s records are up to date, only its own height may be
+/// stale). With `early_exit`, stops at the first node whose height and maximum did not change
+/// (its parent's record of it is then still right).
+fn retrace<T: TreeMut>(t: &mut T, mut x: u32, mut side: Option<(bool, u8)>, early_exit: bool) {
     while x != NIL {
-        let l = t.links(x);
-        let (hl, hr) = (height(t, l.left), height(t, l.right));
-        if hl.abs_diff(hr) > 1 {
-            update(t, x);
+        // One access to `x`: record the changed side, and when `x` stays balanced, its height.
+        let Some(m) = t.links_mut(x) else { return };
+        if let Some((left, h)) = side {
+            if left {
+                m.hl = h;
+            } else {
+                m.hr = h;
+            }
+        }
+        let l = *m;
+        let h = l.hl.max(l.hr).saturating_add(1);
+        let balanced = l.hl.abs_diff(l.hr) <= 1;
+        if balanced {
+            m.height = h;
+        }
+        if !balanced {
             let top = rebalance(t, x);
-            x = t.links(top).parent;
+            let lt = t.links(top);
+            side = Some((is_left_child(t, lt.parent, top), lt.height));
+            x = lt.parent;
             continue;
         }
         // Balanced here: only the height (and maximum) can change.
-        let h = hl.max(hr).saturating_add(1);
         let mut changed = h != l.height;
-        if changed && let Some(m) = t.links_mut(x) {
-            m.height = h;
-        }
         if T::INTERVAL {
             let m = t.end(x).max(sub_max(t, l.left)).max(sub_max(t, l.right));
             changed |= m != t.max_end(x);
@@ -198,6 +251,7 @@ fn retrace<T: TreeMut>(t: &mut T, mut x: u32, early_exit: bool) {
         if early_exit && !changed {
             return;
         }
+        side = Some((is_left_child(t, l.parent, x), h));
         x = l.parent;
     }
 }
@@ -214,7 +268,7 @@ pub(crate) fn insert<T: TreeMut>(t: &mut T, i: u32, key: u64) {
 /// from the root. A wrong hint breaks the tree: pass only exact neighbours.
 pub(crate) fn insert_hinted<T: TreeMut>(t: &mut T, i: u32, key: u64, pred: u32, succ: u32) {
     if let Some(l) = t.links_mut(i) {
-        *l = Links { key, left: NIL, right: NIL, parent: NIL, height: 1 };
+        *l = Links { key, height: 1, hl: 0, hr: 0, ..Links::EMPTY };
     }
     if T::INTERVAL {
         let e = t.end(i);
@@ -223,13 +277,13 @@ pub(crate) fn insert_hinted<T: TreeMut>(t: &mut T, i: u32, key: u64, pred: u32, 
     if pred != NIL && t.links(pred).right == NIL {
         set_right(t, pred, i);
         set_parent(t, i, pred);
-        retrace(t, pred, true);
+        retrace(t, pred, Some((false, 1)), true);
         return;
     }
     if succ != NIL && t.links(succ).left == NIL {
         set_left(t, succ, i);
         set_parent(t, i, succ);
-        retrace(t, succ, true);
+        retrace(t, succ, Some((true, 1)), true);
         return;
     }
     let mut cur = t.root();
@@ -251,15 +305,19 @@ pub(crate) fn insert_hinted<T: TreeMut>(t: &mut T, i: u32, key: u64, pred: u32, 
     } else {
         set_right(t, parent, i);
     }
-    retrace(t, parent, true);
+    retrace(t, parent, Some((go_left, 1)), true);
 }
 
 /// Removes node `i` (which must be in the tree); its key is kept, its links are cleared.
 pub(crate) fn remove<T: TreeMut>(t: &mut T, i: u32) {
     let n = t.links(i);
-    let start;
+    // Start reading the parent and both children at once (all three are touched below): in a
+    // large table each is a cache miss, and these overlap instead of following one another.
+    core::hint::black_box(height(t, n.parent) ^ height(t, n.left) ^ height(t, n.right));
+    let (start, side);
     if n.left == NIL || n.right == NIL {
-        let child = if n.left == NIL { n.right } else { n.left };
+        let (child, h) = if n.left == NIL { (n.right, n.hr) } else { (n.left, n.hl) };
+        side = Some((is_left_child(t, n.parent, i), h));
         replace_child(t, n.parent, i, child);
         start = n.parent;
     } else {
@@ -273,9 +331,13 @@ pub(crate) fn remove<T: TreeMut>(t: &mut T, i: u32) {
         }
         let ls = t.links(s);
         if s == n.right {
+            // `s` keeps its right subtree and takes `i`'s left one.
             start = s;
+            side = None;
         } else {
+            // `s`'s parent loses its left subtree `s` to `s`'s right one.
             start = ls.parent;
+            side = Some((true, ls.hr));
             set_left(t, ls.parent, ls.right);
             set_parent(t, ls.right, ls.parent);
             set_right(t, s, n.right);
@@ -286,6 +348,10 @@ pub(crate) fn remove<T: TreeMut>(t: &mut T, i: u32) {
         replace_child(t, n.parent, i, s);
         if let Some(l) = t.links_mut(s) {
             l.height = n.height;
+            l.hl = n.hl;
+            if s != n.right {
+                l.hr = n.hr;
+            }
         }
     }
     if let Some(l) = t.links_mut(i) {
@@ -295,7 +361,7 @@ pub(crate) fn remove<T: TreeMut>(t: &mut T, i: u32) {
     // Plain trees may stop retracing at the first unchanged node: `s` inherited `i`'s height,
     // which stays right unless a change propagates up to it. Interval trees always go to the
     // root, because `s`'s subtree maximum must be recomputed at its new place.
-    retrace(t, start, !T::INTERVAL);
+    retrace(t, start, side, !T::INTERVAL);
 }
 
 /// The in-order neighbours `(pred, succ)` a new node with primary key `key` would get in a
@@ -510,7 +576,10 @@ pub(crate) fn check<T: Tree>(t: &T, limit: u32) -> Result<u32, Violation> {
             }
         }
         let (hl, hr) = (height(t, l.left), height(t, l.right));
-        if l.height != hl.max(hr).saturating_add(1) || hl.abs_diff(hr) > 1 {
+        if l.height != hl.max(hr).saturating_add(1)
+            || hl.abs_diff(hr) > 1
+            || (l.hl, l.hr) != (hl, hr)
+        {
             return Err(Violation::Index { slot: x });
         }
         if T::INTERVAL {
@@ -625,6 +694,39 @@ mod tests {
     }
 
     proptest! {
+        /// A plain tree (early-exit retracing on removal too) stays a valid AVL tree — heights,
+        /// recorded subtree heights, order — and holds exactly the model's keys, through hinted
+        /// and unhinted insertions and removals.
+        #[test]
+        fn plain_tree_matches_model(ops in proptest::collection::vec((any::<bool>(), 0u64..300, any::<bool>()), 1..300)) {
+            const N: usize = 256;
+            let mut a = Arena::<false>::new(N);
+            let mut live: std::collections::BTreeMap<u64, u32> = std::collections::BTreeMap::new();
+            let mut free: Vec<u32> = (0..N as u32).rev().collect();
+            for (ins, key, hinted) in ops {
+                if ins && !live.contains_key(&key) {
+                    if let Some(i) = free.pop() {
+                        a.ends[i as usize] = key + 1;
+                        if hinted {
+                            let (p, s) = neighbours(&a, key);
+                            insert_hinted(&mut a, i, key, p, s);
+                        } else {
+                            insert(&mut a, i, key);
+                        }
+                        live.insert(key, i);
+                    }
+                } else if let Some((&k, &i)) = live.range(key..).next().or_else(|| live.iter().next()) {
+                    remove(&mut a, i);
+                    live.remove(&k);
+                    free.push(i);
+                }
+                prop_assert_eq!(check(&a, N as u32), Ok(live.len() as u32));
+                for (&k, &i) in &live {
+                    prop_assert_eq!(find_key(&a, k), Some(i));
+                }
+            }
+        }
+
         /// The interval tree agrees with a brute-force model on insert/remove/stab sequences.
         #[test]
         fn interval_tree_matches_model(ops in ops()) {

@@ -52,6 +52,9 @@
 //! Typical costs are far below these bounds: the index insertion of an allocation is attached
 //! next to its physical neighbour in `O(1)` (the neighbouring used blocks are its in-order
 //! neighbours) and retracing stops at the first unchanged node (amortised `O(1)`).
+//! - [`neighbour_allocations`](VaAllocator::neighbour_allocations): `O(1)` (at most four
+//!   physical links), which lets the memory manager insert the allocation's object next to its
+//!   neighbours in the object table's index too.
 //! - [`add_range`](VaAllocator::add_range): a scan of at most [`MAX_VA_RANGES`] records.
 //! - [`largest_free_block`](VaAllocator::largest_free_block): `O(k)` for the `k` free blocks of
 //!   the highest non-empty class (a query, not used by the operations above).
@@ -74,7 +77,7 @@
 //! ```
 
 use super::avl::{self, Links, NIL, Tree, TreeMut};
-use super::{Error, PAGE_SIZE, Violation, align_up};
+use super::{Error, PAGE_SIZE, align_up};
 
 /// The unit of every address and size: 4 KiB.
 pub const GRANULE: u64 = PAGE_SIZE;
@@ -374,6 +377,14 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         self.slot(i).map_or(NIL, |s| s.prev_phys)
     }
 
+    fn next_free(&self, i: u32) -> u32 {
+        self.slot(i).map_or(NIL, |s| s.next_free)
+    }
+
+    fn prev_free(&self, i: u32) -> u32 {
+        self.slot(i).map_or(NIL, |s| s.prev_free)
+    }
+
     fn set_prev_phys(&mut self, i: u32, v: u32) {
         if let Some(s) = self.slot_mut(i) {
             s.prev_phys = v;
@@ -546,6 +557,15 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// Turns `[a, a + size)` of free block `b` into a used block; the caller checked that the
     /// range lies in `b` and that [`Self::split_cost`] descriptors are available.
     fn carve(&mut self, b: u32, a: u64, size: u64) -> u32 {
+        // As in `release_used`: start the reads of the blocks this touches — `b`'s successor on
+        // its free list and its physical neighbours (the new block's index neighbours) — at
+        // once, so that their cache misses overlap.
+        if let Some(&s) = self.slot(b) {
+            let touched = self.state(s.next_free) as u32
+                ^ self.state(s.next_phys) as u32
+                ^ self.state(s.prev_phys) as u32;
+            core::hint::black_box(touched);
+        }
         let (b_start, b_end) = (self.start(b), self.end(b));
         self.list_unlink(b);
         let used = if a > b_start {
@@ -780,6 +800,20 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     /// Turns used block `u` free, coalescing with its free neighbours; returns its size.
     fn release_used(&mut self, u: u32) -> u64 {
+        // Start the reads of the blocks coalescing will touch — the physical neighbours and
+        // their free-list neighbours — before the index removal, so that their cache misses
+        // overlap with its walk instead of following it.
+        let mut touched = 0u32;
+        for b in [self.next_phys(u), self.prev_phys(u)] {
+            if let Some(&s) = self.slot(b)
+                && s.state == State::Free
+            {
+                touched ^= self.next_phys(s.next_phys)
+                    ^ self.next_free(s.prev_free)
+                    ^ self.prev_free(s.next_free);
+            }
+        }
+        core::hint::black_box(touched);
         avl::remove(self, u);
         let size = self.size(u);
         self.live = self.live.saturating_sub(1);
@@ -813,6 +847,25 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         size
     }
 
+    /// The start addresses of the live allocations nearest to `block` before and after it in
+    /// its range (`None` where there is none, or when `block` is not live): its neighbours in an
+    /// address-ordered index of the allocations. `O(1)`: free blocks are never adjacent, so each
+    /// is at most two physical links away.
+    #[must_use]
+    pub fn neighbour_allocations(&self, block: VaBlock) -> [Option<u64>; 2] {
+        let live = self
+            .slot(block.slot)
+            .is_some_and(|s| s.state == State::Used && s.links.key == block.addr);
+        if !live {
+            return [None, None];
+        }
+        let start = |b: u32| (b != NIL).then(|| self.start(b));
+        [
+            start(self.used_neighbour(block.slot, |s| s.prev_phys)),
+            start(self.used_neighbour(block.slot, |s| s.next_phys)),
+        ]
+    }
+
     /// The size of the live allocation starting at `addr`.
     #[must_use]
     pub fn allocation_size(&self, addr: u64) -> Option<u64> {
@@ -844,111 +897,6 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
             b = s.next_free;
         }
         best
-    }
-
-    /// Verifies every invariant (`O(capacity)`; for tests and debug sweeps).
-    ///
-    /// # Errors
-    /// The first [`Violation`] found.
-    pub fn check_invariants(&self) -> Result<(), Violation> {
-        let cap = self.capacity();
-        // Recycled descriptors.
-        let mut recycled = 0u32;
-        let mut r = self.recycled;
-        while r != NIL {
-            if self.state(r) != State::Unused || r >= self.hwm || recycled > cap {
-                return Err(Violation::SlotList { slot: r });
-            }
-            recycled = recycled.saturating_add(1);
-            r = self.slot(r).map_or(NIL, |s| s.next_free);
-        }
-        if self.in_use.saturating_add(recycled) != self.hwm || self.hwm > cap {
-            return Err(Violation::SlotList { slot: self.hwm });
-        }
-        // Ranges: exact tiling, coalescing, index membership.
-        let (mut free_blocks, mut used_blocks, mut fb, mut ub) = (0u32, 0u32, 0u64, 0u64);
-        for range in self.ranges.iter().take(self.range_count as usize) {
-            let (mut b, mut prev, mut expect, mut steps) = (range.first, NIL, range.base, 0u32);
-            while b != NIL {
-                steps = steps.saturating_add(1);
-                let Some(s) = self.slot(b) else { return Err(Violation::RangeTiling { slot: b }) };
-                if steps > cap
-                    || s.prev_phys != prev
-                    || s.links.key != expect
-                    || s.size == 0
-                    || !s.size.is_multiple_of(GRANULE)
-                {
-                    return Err(Violation::RangeTiling { slot: b });
-                }
-                match s.state {
-                    State::Unused => return Err(Violation::RangeTiling { slot: b }),
-                    State::Free => {
-                        if self.state(prev) == State::Free {
-                            return Err(Violation::UncoalescedFree { slot: prev });
-                        }
-                        if s.links.height != 0 {
-                            return Err(Violation::IndexMembership { slot: b });
-                        }
-                        free_blocks = free_blocks.saturating_add(1);
-                        fb = fb.saturating_add(s.size);
-                    }
-                    State::Used => {
-                        if avl::find_key(self, s.links.key) != Some(b) {
-                            return Err(Violation::IndexMembership { slot: b });
-                        }
-                        used_blocks = used_blocks.saturating_add(1);
-                        ub = ub.saturating_add(s.size);
-                    }
-                }
-                expect = expect.checked_add(s.size).ok_or(Violation::RangeTiling { slot: b })?;
-                prev = b;
-                b = s.next_phys;
-            }
-            if expect != range.end {
-                return Err(Violation::RangeTiling { slot: prev });
-            }
-        }
-        if free_blocks.saturating_add(used_blocks) != self.in_use
-            || used_blocks != self.live
-            || fb != self.free_bytes
-            || ub != self.used_bytes
-        {
-            return Err(Violation::Counter);
-        }
-        // Segregated lists and bitmaps.
-        let mut listed = 0u32;
-        for fl in 0..FL_COUNT {
-            let map = self.sl_map(fl);
-            if ((self.fl_bitmap >> fl) & 1 == 1) != (map != 0) {
-                return Err(Violation::FreeList { slot: NIL });
-            }
-            for sl in 0..SL_COUNT {
-                let head = self.head(fl, sl);
-                if ((map >> sl) & 1 == 1) != (head != NIL) {
-                    return Err(Violation::FreeList { slot: head });
-                }
-                let (mut b, mut prev) = (head, NIL);
-                while let Some(s) = self.slot(b) {
-                    listed = listed.saturating_add(1);
-                    if listed > free_blocks
-                        || s.state != State::Free
-                        || s.prev_free != prev
-                        || mapping_insert(s.size >> GRANULE_SHIFT) != (fl, sl)
-                    {
-                        return Err(Violation::FreeList { slot: b });
-                    }
-                    prev = b;
-                    b = s.next_free;
-                }
-            }
-        }
-        if listed != free_blocks {
-            return Err(Violation::FreeList { slot: NIL });
-        }
-        if avl::check(self, cap)? != used_blocks {
-            return Err(Violation::IndexMembership { slot: NIL });
-        }
-        Ok(())
     }
 }
 
@@ -989,6 +937,8 @@ impl<S> core::fmt::Debug for VaAllocator<S> {
             .finish_non_exhaustive()
     }
 }
+
+mod invariants;
 
 #[cfg(test)]
 mod tests;

@@ -215,6 +215,29 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     // nodes (bucket b = the cache entries of nodes 2b and 2b+1). An object that finds both of
     // its buckets full is simply not cached (`uncached` counts them); lookups then fall back to
     // the tree, so the cache never changes a result, only the cost.
+    //
+    // An entry is the slot index in its low `b` bits (`b` the bit length of the capacity, so
+    // that no entry equals NIL) and a fingerprint of the address above them: a lookup compares
+    // fingerprints inside the bucket and reads the index node of a matching entry only (one
+    // node in all but one case in 2^(32 − b), instead of every occupied entry of both
+    // buckets).
+
+    /// The mask of the slot-index bits of an entry: as many as the capacity's bit length.
+    fn slot_mask(&self) -> u32 {
+        u32::MAX.checked_shr(self.capacity().leading_zeros()).unwrap_or(0)
+    }
+
+    /// The fingerprint bits of `addr`'s entries (in place above the slot bits).
+    fn fingerprint(addr: u64, mask: u32) -> u32 {
+        let h = addr.rotate_right(12).wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 32;
+        (h as u32) & !mask
+    }
+
+    /// The cache entry naming slot `i` at address `addr`.
+    pub(super) fn cache_entry_for(&self, addr: u64, i: u32) -> u32 {
+        let mask = self.slot_mask();
+        (i & mask) | Self::fingerprint(addr, mask)
+    }
 
     pub(super) fn buckets_of(&self, addr: u64) -> [usize; 2] {
         let n = (self.capacity() / 2) as u64;
@@ -225,12 +248,18 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         [(h1.wrapping_mul(n) >> 32) as usize, (h2.wrapping_mul(n) >> 32) as usize]
     }
 
+    /// The raw entry `k` (0..4) of `bucket`.
     pub(super) fn cache_entry(nodes: &[IndexNode], bucket: usize, k: usize) -> u32 {
         nodes
             .get(bucket.saturating_mul(2).saturating_add(k / 2))
             .and_then(|n| n.cache.get(k % 2))
             .copied()
             .unwrap_or(NIL)
+    }
+
+    /// The slot an entry names ([`NIL`] for an empty entry).
+    pub(super) fn entry_slot(&self, e: u32) -> u32 {
+        if e == NIL { NIL } else { e & self.slot_mask() }
     }
 
     pub(super) fn cache_set(&mut self, bucket: usize, k: usize, v: u32) {
@@ -243,13 +272,22 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         }
     }
 
+    /// Reads the first entry of both of `addr`'s buckets (for [`core::hint::black_box`]): a way
+    /// to start loading the buckets an insertion will fill while the tree is being searched.
+    pub(super) fn touch_buckets(&self, addr: u64) -> u32 {
+        let nodes = self.slots.nodes();
+        let [b1, b2] = self.buckets_of(addr);
+        Self::cache_entry(nodes, b1, 0) ^ Self::cache_entry(nodes, b2, 0)
+    }
+
     /// Where slot `i` sits in the cache (bucket, entry), if it does.
     pub(super) fn cache_find_slot(&self, addr: u64, i: u32) -> Option<(usize, usize)> {
         let nodes = self.slots.nodes();
+        let want = self.cache_entry_for(addr, i);
         self.buckets_of(addr)
             .into_iter()
             .flat_map(|b| (0..4).map(move |k| (b, k)))
-            .find(|&(b, k)| Self::cache_entry(nodes, b, k) == i)
+            .find(|&(b, k)| Self::cache_entry(nodes, b, k) == want)
     }
 
     pub(super) fn cache_insert(&mut self, addr: u64, i: u32) {
@@ -261,7 +299,10 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             .flat_map(|b| (0..4).map(move |k| (b, k)))
             .find(|&(b, k)| enabled && Self::cache_entry(nodes, b, k) == NIL);
         match free {
-            Some((b, k)) => self.cache_set(b, k, i),
+            Some((b, k)) => {
+                let e = self.cache_entry_for(addr, i);
+                self.cache_set(b, k, e);
+            }
             None => self.uncached = self.uncached.saturating_add(1),
         }
     }
@@ -273,17 +314,30 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         }
     }
 
-    /// The slot of the object starting at `addr`: the cache, then (only if some object is
-    /// uncached) the tree.
-    pub(super) fn lookup_start(&self, addr: u64) -> Option<u32> {
+    /// The slot of the object starting at `addr` if the address cache has it.
+    pub(super) fn cached_start(&self, addr: u64) -> Option<u32> {
         let nodes = self.slots.nodes();
+        let mask = self.slot_mask();
+        let tag = Self::fingerprint(addr, mask);
         for b in self.buckets_of(addr) {
             for k in 0..4 {
                 let e = Self::cache_entry(nodes, b, k);
-                if e != NIL && nodes.get(e as usize).is_some_and(|n| n.links.key == addr) {
-                    return Some(e);
+                if e != NIL && e & !mask == tag {
+                    let i = e & mask;
+                    if nodes.get(i as usize).is_some_and(|n| n.links.key == addr) {
+                        return Some(i);
+                    }
                 }
             }
+        }
+        None
+    }
+
+    /// The slot of the object starting at `addr`: the cache, then (only if some object is
+    /// uncached) the tree.
+    pub(super) fn lookup_start(&self, addr: u64) -> Option<u32> {
+        if let Some(i) = self.cached_start(addr) {
+            return Some(i);
         }
         if self.uncached == 0 {
             return None;

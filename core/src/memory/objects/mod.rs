@@ -20,15 +20,20 @@
 //! # Indexes and worst cases
 //! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
 //!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
-//!   path. Insertion first tries the *finger* — the node touched by the last insertion or
-//!   removal — as the new object's in-order neighbour (a validated guess: one climb to the
-//!   nearest ancestor on the other side), and descends from the root only if that fails; in a
-//!   steady allocate/free cycle the finger hits and no root descent happens.
+//!   path. Insertion first tries the objects the caller names as likely neighbours
+//!   ([`ObjectTable::insert_near`]: for an allocation, the allocations beside it in its
+//!   aperture, found through the address cache), then the *finger* — the node touched by the
+//!   last insertion or removal — as the new object's in-order neighbour (each a validated guess:
+//!   one climb to the nearest ancestor on the other side), and descends from the root only if
+//!   all fail; in a steady allocate/free cycle, of repeated or random shapes, no root descent
+//!   happens.
 //! - **Address cache**: a 2-choice, 4-way set-associative map from start address to slot,
 //!   embedded in the index nodes (two entries per node, so 2 × capacity entries: at most 50 %
-//!   load). [`ObjectTable::find_exact`] probes at most 8 entries in 2 buckets; an object that
-//!   found both buckets full is not cached, and only while such objects exist does a miss fall
-//!   back to the tree. The cache never changes a result, only its cost.
+//!   load). An entry holds the slot index and, in the bits the capacity leaves free, a
+//!   fingerprint of the address, so [`ObjectTable::find_exact`] compares up to 8 entries of 2
+//!   buckets (two cache lines) and reads the index node of a matching entry only; an object
+//!   that found both buckets full is not cached, and only while such objects exist does a miss
+//!   fall back to the tree. The cache never changes a result, only its cost.
 //! - **User-pointer index**, for registered host memory (libhsakmt's `user_tree`): user ranges
 //!   may overlap, so it is an interval tree (subtree maxima of range ends);
 //!   [`ObjectTable::find_userptr_containing`] takes two root-to-leaf walks — where libhsakmt's
@@ -36,7 +41,8 @@
 //!
 //! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
 //! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
-//! duplicate-userptr check, two insertions) plus 8 cache probes;
+//! duplicate-userptr check, two insertions) plus 8 cache probes,
+//! [`insert_near`](ObjectTable::insert_near) two more climbs and 16 more probes;
 //! [`remove`](ObjectTable::remove) and [`remove_retired`](ObjectTable::remove_retired) ≤ 3·`H`
 //! per tree plus 8 probes; [`retire`](ObjectTable::retire) and
 //! [`revive_with`](ObjectTable::revive_with) `O(1)`;
@@ -346,15 +352,31 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         Ok(h.index)
     }
 
+    /// The in-order neighbours of a new object starting at `start` in the start index: next
+    /// to the object starting at one of the `near` addresses (through the address cache), or
+    /// to the finger, or else found by a descent from the root.
+    fn neighbours_of(&self, start: u64, near: [Option<u64>; 2]) -> (u32, u32) {
+        let t = self.starts();
+        near.into_iter()
+            .flatten()
+            .filter_map(|a| self.cached_start(a))
+            .chain(core::iter::once(self.finger))
+            .find_map(|c| avl::neighbours_near(&t, start, c))
+            .unwrap_or_else(|| avl::neighbours(&t, start))
+    }
+
     /// Validates a new object; returns its in-order neighbours in the start index.
-    fn check_new(&self, obj: &MemoryObject<T>) -> Result<(u32, u32), Error> {
+    fn check_new(
+        &self,
+        obj: &MemoryObject<T>,
+        near: [Option<u64>; 2],
+    ) -> Result<(u32, u32), Error> {
         if obj.size == 0 {
             return Err(Error::ZeroSize);
         }
         let end = obj.start.checked_add(obj.size).ok_or(Error::SizeOverflow)?;
         let t = self.starts();
-        let (pred, succ) = avl::neighbours_near(&t, obj.start, self.finger)
-            .unwrap_or_else(|| avl::neighbours(&t, obj.start));
+        let (pred, succ) = self.neighbours_of(obj.start, near);
         if (pred != NIL && t.end(pred) > obj.start) || (succ != NIL && t.links(succ).key < end) {
             return Err(Error::ObjectOverlap { start: obj.start });
         }
@@ -393,7 +415,31 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         &mut self,
         obj: MemoryObject<T>,
     ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
-        let (pred, succ) = match self.check_new(&obj) {
+        self.insert_near(obj, [None, None])
+    }
+
+    /// As [`ObjectTable::insert`], given the start addresses of objects that are likely the new
+    /// object's neighbours in address order (for an allocation, the allocations on either side
+    /// of its address range, e.g. from
+    /// [`VaAllocator::neighbour_allocations`](crate::memory::va::VaAllocator::neighbour_allocations)).
+    /// A hint is only a guess — the result never depends on it — but a right one spares the
+    /// descent from the root: the new object is attached next to that neighbour after an address
+    /// cache lookup and a climb to the neighbour's nearest ancestor on the other side.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::insert`].
+    #[expect(
+        clippy::result_large_err,
+        reason = "a rejected object is handed back to the caller (heapless style), not dropped"
+    )]
+    pub fn insert_near(
+        &mut self,
+        obj: MemoryObject<T>,
+        near: [Option<u64>; 2],
+    ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
+        // The address cache's buckets for the new object load while the tree is searched.
+        core::hint::black_box(self.touch_buckets(obj.start));
+        let (pred, succ) = match self.check_new(&obj, near) {
             Ok(n) => n,
             Err(e) => return Err((e, obj)),
         };
@@ -441,8 +487,9 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             .and_then(|s| s.object.as_ref())
             .map_or((0, false), |o| (o.start, o.userptr.is_some()));
         let links = self.starts().links(i);
-        avl::remove(&mut self.starts_mut(), i);
+        // The cache first: its buckets are read while the tree's nodes are still on their way.
         self.cache_remove(start, i);
+        avl::remove(&mut self.starts_mut(), i);
         // The removed node's parent (or, for an inner node, whatever took its place) borders
         // the freed gap: the likely neighbour of the next insertion there.
         self.finger = if links.parent != NIL { links.parent } else { self.root_start };
@@ -641,14 +688,16 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         let buckets = (cap / 2) as usize;
         for b in 0..buckets {
             for k in 0..4 {
-                let e = Self::cache_entry(nodes, b, k);
-                if e == NIL {
+                let raw = Self::cache_entry(nodes, b, k);
+                if raw == NIL {
                     continue;
                 }
+                let e = self.entry_slot(raw);
                 let Some(o) = self.slot(e).and_then(|s| s.object.as_ref()) else {
                     return Err(Violation::IndexMembership { slot: e });
                 };
                 if !self.buckets_of(o.start).contains(&b)
+                    || raw != self.cache_entry_for(o.start, e)
                     || self.cache_find_slot(o.start, e) != Some((b, k))
                 {
                     return Err(Violation::IndexMembership { slot: e });

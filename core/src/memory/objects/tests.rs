@@ -1,5 +1,5 @@
 use std::boxed::Box;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::vec::Vec;
 
 use proptest::prelude::*;
@@ -339,15 +339,39 @@ fn objects_cost() {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Insert { page: u64, pages: u64, user: Option<(u64, u64)> },
-    Remove { pick: usize },
-    RemoveStale { pick: usize },
-    Lookup { page: u64, off: u64 },
-    LookupUser { addr: u64 },
-    SetUser { pick: usize, user: Option<(u64, u64)> },
-    Retire { pick: usize },
-    Revive { pick: usize },
-    RemoveRetired { pick: usize },
+    /// `near`: the hints of `insert_near` (see [`hint`]).
+    Insert {
+        page: u64,
+        pages: u64,
+        user: Option<(u64, u64)>,
+        near: [(u8, usize); 2],
+    },
+    Remove {
+        pick: usize,
+    },
+    RemoveStale {
+        pick: usize,
+    },
+    Lookup {
+        page: u64,
+        off: u64,
+    },
+    LookupUser {
+        addr: u64,
+    },
+    SetUser {
+        pick: usize,
+        user: Option<(u64, u64)>,
+    },
+    Retire {
+        pick: usize,
+    },
+    Revive {
+        pick: usize,
+    },
+    RemoveRetired {
+        pick: usize,
+    },
 }
 
 fn user() -> impl Strategy<Value = Option<(u64, u64)>> {
@@ -356,7 +380,8 @@ fn user() -> impl Strategy<Value = Option<(u64, u64)>> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u64..256, 1u64..8, user()).prop_map(|(page, pages, user)| Op::Insert { page, pages, user }),
+        4 => (0u64..256, 1u64..8, user(), [(0u8..4, any::<usize>()), (0u8..4, any::<usize>())])
+            .prop_map(|(page, pages, user, near)| Op::Insert { page, pages, user, near }),
         3 => any::<usize>().prop_map(|pick| Op::Remove { pick }),
         1 => any::<usize>().prop_map(|pick| Op::RemoveStale { pick }),
         2 => (0u64..270, 0u64..P).prop_map(|(page, off)| Op::Lookup { page, off }),
@@ -366,6 +391,21 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::Revive { pick }),
         1 => any::<usize>().prop_map(|pick| Op::RemoveRetired { pick }),
     ]
+}
+
+/// A hint for inserting at `start`, among the `starts` of the objects in the table (live and
+/// retired): none, the object right before, the one right after, or any object's start or page.
+fn hint(starts: &BTreeSet<u64>, start: u64, (kind, pick): (u8, usize)) -> Option<u64> {
+    match kind {
+        0 => None,
+        1 => starts.range(..start).next_back().copied(),
+        2 => starts.range(start + 1..).next().copied(),
+        _ => starts
+            .iter()
+            .nth(pick % starts.len().max(1))
+            .copied()
+            .or(Some(BASE + (pick as u64 % 300) * P)),
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -390,15 +430,17 @@ proptest! {
         let user_taken = |m: &BTreeMap<u64, Entry>, u: (u64, u64)| m.values().any(|e| e.user == Some(u));
         for op in ops {
             match op {
-                Op::Insert { page, pages, user } => {
+                Op::Insert { page, pages, user, near } => {
                     let (start, size) = (BASE + page * P, pages * P);
+                    let starts: BTreeSet<u64> = m.keys().chain(retired.keys()).copied().collect();
+                    let near = near.map(|h| hint(&starts, start, h));
                     let overlap = m.range(..start + size).next_back().is_some_and(|(&s, e)| s + e.size > start)
                         || retired.range(..start + size).next_back().is_some_and(|(&s, e)| s + e.1 > start);
                     let mut o = obj(start, size);
                     if let Some((a, l)) = user {
                         o = o.with_userptr(a, l);
                     }
-                    match t.insert(o) {
+                    match t.insert_near(o, near) {
                         Ok(h) => {
                             prop_assert!(!overlap);
                             prop_assert!(user.is_none_or(|u| !user_taken(&m, u)));

@@ -344,6 +344,14 @@ impl Model {
     fn overlaps(&self, addr: u64, size: u64) -> bool {
         self.live.range(..addr + size).next_back().is_some_and(|(&a, &s)| a + s > addr)
     }
+    /// The starts of the live allocations right before and after `a` in the range of `a`.
+    fn neighbours(&self, a: u64) -> [Option<u64>; 2] {
+        let &(b, s) = self.ranges.iter().find(|&&(b, s)| b <= a && a < b + s).unwrap();
+        [
+            self.live.range(b..a).next_back().map(|(&x, _)| x),
+            self.live.range(a + 1..b + s).next().map(|(&x, _)| x),
+        ]
+    }
     fn largest_gap(&self) -> u64 {
         let mut best = 0;
         for &(b, s) in &self.ranges {
@@ -374,12 +382,14 @@ fn run_ops(
             Op::Alloc { pages, align_shift, end_aligned } => {
                 let (size, align) = (pages * G, 1u64 << align_shift);
                 let phase = if end_aligned { (align - size % align) % align } else { 0 };
-                match va.alloc_with_phase(size, align, phase).map(|b| b.addr) {
-                    Ok(a) => {
+                match va.alloc_with_phase(size, align, phase) {
+                    Ok(block) => {
+                        let a = block.addr;
                         prop_assert_eq!(a % align, phase);
                         prop_assert!(m.range_of(a, size), "outside ranges");
                         prop_assert!(!m.overlaps(a, size), "overlap");
                         m.live.insert(a, size);
+                        prop_assert_eq!(va.neighbour_allocations(block), m.neighbours(a));
                     }
                     Err(Error::OutOfSpace { .. }) => {
                         let fit = VaAllocator::<[VaSlot; 1]>::guaranteed_fit(size, align).unwrap();
@@ -394,11 +404,18 @@ fn run_ops(
                 let addr = b + (page % (s / G)) * G;
                 let size = pages * G;
                 let expect_ok = m.range_of(addr, size) && !m.overlaps(addr, size);
-                match va.alloc_at(addr, size).map(|b| b.addr) {
-                    Ok(a) => {
+                match va.alloc_at(addr, size) {
+                    Ok(block) => {
                         prop_assert!(expect_ok);
-                        prop_assert_eq!(a, addr);
-                        m.live.insert(a, size);
+                        prop_assert_eq!(block.addr, addr);
+                        m.live.insert(addr, size);
+                        prop_assert_eq!(va.neighbour_allocations(block), m.neighbours(addr));
+                        // Once freed, a block has no neighbours.
+                        if size == G {
+                            prop_assert_eq!(va.free_block(block), Ok(size));
+                            prop_assert_eq!(va.neighbour_allocations(block), [None, None]);
+                            m.live.remove(&addr);
+                        }
                     }
                     Err(Error::CapacityExhausted { .. }) if !strict_capacity => {}
                     Err(Error::AddressInUse { .. }) => {
