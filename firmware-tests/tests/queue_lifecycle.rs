@@ -558,6 +558,7 @@ fn close_destroys_remaining_queues() {
     let a = kfd.create_queue(&desc(node, QueueType::ComputeAql)).unwrap();
     let b = kfd.create_queue(&desc(node, QueueType::Sdma)).unwrap();
     assert!(kfd.memory_usage().objects > objects);
+    assert_eq!(kfd.platform().doorbell_pages(), 1, "the GPU's doorbell page is watched");
     // A producer holds views of the queue's memory: the close refuses, destroying the
     // queues but keeping the device open until the producer goes.
     let p = kfd.sdma_queue(b.handle).unwrap();
@@ -567,6 +568,13 @@ fn close_destroys_remaining_queues() {
     drop(p);
     kfd.close().unwrap();
     assert_eq!(kfd.open_count(), 0);
+    // The page is a view of address space the process releases after the close: a view kept
+    // past it would later be put back as PROT_NONE over whatever took the range meanwhile.
+    assert_eq!(
+        kfd.platform().doorbell_pages(),
+        0,
+        "no view of the doorbell page outlives the close"
+    );
     kfd.open().unwrap();
     assert_eq!(kfd.memory_usage().objects, objects);
     assert_eq!(kfd.queue_count(), 0);

@@ -512,6 +512,13 @@ impl SimPlatform {
         kfd::lock(&self.kfd.memory).device_maps
     }
 
+    /// How many GPUs' doorbell pages of the process the command processors watch for plain
+    /// stores (views of the process's address space, all forgotten when `/dev/kfd` closes).
+    #[must_use]
+    pub fn doorbell_pages(&self) -> usize {
+        self.kfd.gpu.doorbell_pages()
+    }
+
     /// Live simulated dma-bufs.
     #[must_use]
     pub fn dmabuf_count(&self) -> usize {

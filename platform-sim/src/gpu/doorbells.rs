@@ -34,6 +34,18 @@ impl Doorbells {
         *self.page.write().unwrap_or_else(PoisonError::into_inner) = Some(page);
     }
 
+    /// Forgets the process's doorbell page (its device closed): the page is a view of the
+    /// process's address space, which the process releases after the close, so no view of it
+    /// may outlive the close.
+    pub(crate) fn clear_page(&self) {
+        *self.page.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Whether a doorbell page of the process is watched.
+    pub(crate) fn has_page(&self) -> bool {
+        self.page.read().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
     /// What doorbell `index` of the mapped page holds (`None` before the page is mapped).
     pub(super) fn stored(&self, index: u32) -> Option<u64> {
         let page = self.page.read().unwrap_or_else(PoisonError::into_inner);

@@ -788,6 +788,11 @@ impl GpuModel {
         self.doorbells.get(&gpu_id).cloned()
     }
 
+    /// How many GPUs' doorbell pages of the process are watched.
+    pub(crate) fn doorbell_pages(&self) -> usize {
+        self.doorbells.values().filter(|d| d.has_page()).count()
+    }
+
     /// Starts a queue: routes its doorbell and, in threaded mode, starts its processor.
     pub(crate) fn start(&self, q: Arc<SimQueue>) {
         if let Some(d) = self.doorbells.get(&q.gpu_id) {

@@ -477,13 +477,17 @@ impl GpuModel {
         }
     }
 
-    /// Destroys every queue (the process released `/dev/kfd`).
+    /// Destroys every queue and forgets the doorbell pages (the process released `/dev/kfd`).
     pub(crate) fn destroy_all(&self) {
         for qid in self.queue_ids() {
             let _ = self.remove(qid);
         }
         let mut pqm = lock(&self.pqm);
         *pqm = Pqm::default();
+        drop(pqm);
+        for d in self.doorbells.values() {
+            d.clear_page();
+        }
     }
 
     /// `AMDKFD_IOC_UPDATE_QUEUE`.
