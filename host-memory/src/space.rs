@@ -62,6 +62,12 @@ pub fn reserve(hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
 
 /// Unmaps a reserved range.
 ///
+/// Every [`HostMapping`](crate::HostMapping) placed inside the range must be gone first, the
+/// clones a device model keeps included: the last clone of one puts a `PROT_NONE` reservation
+/// back over its range when it drops, and after a release that range may belong to another
+/// mapping of the process by then (the simulator forgets its views of a process's memory when
+/// the process closes `/dev/kfd`, before core releases its apertures).
+///
 /// # Errors
 /// `EINVAL` for an unaligned or empty range.
 pub fn release(addr: u64, size: u64) -> Result<(), Errno> {
