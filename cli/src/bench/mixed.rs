@@ -15,7 +15,6 @@ use hsakmt_linux::{BoxedMemory, boxed_tables};
 
 use super::memory::{CPU_NODE, Instant0};
 use super::{Row, Samples};
-use crate::platform::AnyPlatform;
 
 /// Object capacity of the benchmark's facade (above the largest live count).
 const CAPACITY: usize = 131_072;
@@ -49,7 +48,7 @@ impl Rng {
     }
 }
 
-type Book = Kfd<AnyPlatform, BoxedMemory>;
+type Book = Kfd<Instant0, BoxedMemory>;
 
 fn alloc(kfd: &Book, gpu: u32, (size, vram): (u64, bool)) -> Result<u64, String> {
     let (node, flags) = if vram { (gpu, VRAM) } else { (CPU_NODE, SYSTEM) };
@@ -60,8 +59,7 @@ fn alloc(kfd: &Book, gpu: u32, (size, vram): (u64, bool)) -> Result<u64, String>
 
 pub(super) fn rows(scale: f64) -> Result<Vec<Row>, String> {
     let n = ((20_000.0 * scale) as usize).max(100);
-    let book: Box<Book> =
-        Box::new(Kfd::with_memory(AnyPlatform::Instant(Instant0::new()), boxed_tables(CAPACITY)));
+    let book: Box<Book> = Box::new(Kfd::with_memory(Instant0::new(), boxed_tables(CAPACITY)));
     book.open().map_err(|e| e.to_string())?;
     let gpu = book.gpu_nodes().map_err(|e| e.to_string())?.first().ok_or("no GPU")?;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
