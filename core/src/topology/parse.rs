@@ -181,14 +181,84 @@ fn take_while(s: &[u8], f: impl Fn(u8) -> bool) -> (&[u8], &[u8]) {
     (s.get(..n).unwrap_or_default(), rest)
 }
 
+/// Up to 7 digits at the start of a word of eight bytes (first byte lowest):
+/// `(value, digits)`, with `digits == 8` when all eight are digits (then `value` is theirs).
+/// No branch per byte: the bytes are flagged as non-digits together, and the digits before
+/// the first flag are combined by three multiplications (pairs, quads, the whole).
+#[inline(always)]
+const fn word_digits(word: u64) -> (u64, usize) {
+    let d = word ^ 0x3030_3030_3030_3030;
+    // A digit byte is 0..=9 after the xor; 0x76 + that stays below 0x80. A byte of 10 or more
+    // (or with its top bit set) is flagged; a carry only flags bytes above a true flag, so the
+    // lowest flag is exact.
+    let flags = (d.wrapping_add(0x76 * ONES) | d) & HIGHS;
+    let n = (flags.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Shift the `n` digits to the top: the bytes below become leading zeros, those after the
+    // digits fall off. `n` is 1..=8, so the shift is 0..=56.
+    let d = d.wrapping_shl(8u32.wrapping_mul(8u32.wrapping_sub(n as u32)));
+    // Products of at most 8 digits stay within the word: no wrap happens.
+    let d = (d & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
+    let d = (d & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    let v = (d & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32;
+    (v, n)
+}
+
+/// Powers of ten for joining a second word of digits to the first.
+const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// The kernel's own line, `key digits\n` with one space and 1 to 15 digits, in a few word
+/// operations: the line (numbered `number`) and the bytes after its newline. `None` for anything else, and
+/// when fewer than 16 bytes follow the space (the last line of a file): the general path
+/// decides those. 15 digits cannot overflow, so no per-digit check is needed.
+#[inline(always)]
+fn kernel_line(s: &[u8], number: u32) -> Option<(Line<'_>, &[u8])> {
+    let (key, after) = split_key(s);
+    let [b' ', value @ ..] = after else { return None };
+    if key.is_empty() {
+        return None;
+    }
+    let (first, tail) = value.split_first_chunk::<8>()?;
+    let (v, n) = word_digits(u64::from_le_bytes(*first));
+    let (v, n) = match n {
+        0 => return None,
+        8 => {
+            let (second, _) = tail.split_first_chunk::<8>()?;
+            let (w, m) = word_digits(u64::from_le_bytes(*second));
+            // At most 8 + 7 digits: `v < 10^8` times `10^m <= 10^7` plus `w` fits.
+            let scale = *POW10.get(m)?;
+            (v.wrapping_mul(scale).wrapping_add(w), m.wrapping_add(8))
+        }
+        _ => (v, n),
+    };
+    let (digits, rest) = value.split_at_checked(n)?;
+    let [b'\n', rest @ ..] = rest else { return None };
+    Some((Line { number, key, raw: digits, value: Ok(v) }, rest))
+}
+
 impl<'a> Iterator for Lines<'a> {
     type Item = Item<'a>;
 
-    /// One pass over the line's bytes: key, blanks, digits (accumulated as they are met),
-    /// blanks, newline. Only a value that is not a plain number is scanned again, to find its
-    /// end.
+    /// The kernel's form (`key digits\n`) in word-wide steps; any other line in one pass over
+    /// its bytes: key, blanks, digits (accumulated as they are met), blanks, newline. Only a
+    /// value that is not a plain number is scanned again, to find its end.
     #[inline(always)]
     fn next(&mut self) -> Option<Item<'a>> {
+        if let Some((line, rest)) = kernel_line(self.rest, self.number.saturating_add(1)) {
+            self.number = line.number;
+            self.rest = rest;
+            return Some(Item::Line(line));
+        }
+        self.general_line()
+    }
+}
+
+impl<'a> Lines<'a> {
+    /// The next line read byte by byte (see [`Iterator::next`]).
+    #[inline(always)]
+    fn general_line(&mut self) -> Option<Item<'a>> {
         loop {
             if self.rest.is_empty() {
                 return None;
@@ -519,6 +589,80 @@ mod tests {
         }
         assert_eq!(split_key(&v).0.len(), 30);
         assert_eq!(split_key(b"!~ x").0, b"!~");
+    }
+
+    #[test]
+    fn word_digits_match_a_bytewise_scan() {
+        let bytewise = |w: &[u8; 8]| {
+            let n = w.iter().take_while(|b| b.is_ascii_digit()).count();
+            let v = w[..n].iter().fold(0u64, |v, b| v * 10 + u64::from(b - b'0'));
+            (v, n)
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let mut w = [0u8; 8];
+            for (i, b) in w.iter_mut().enumerate() {
+                let r = (seed >> (i * 8)) as u8;
+                // Mostly digits, sometimes a byte next to them or any byte.
+                *b = match r % 8 {
+                    0 => r,
+                    1 => [b'/', b':', b' ', b'\n', 0x80 | b'0', 0xff, 0][usize::from(r / 8) % 7],
+                    _ => b'0' + r % 10,
+                };
+            }
+            assert_eq!(word_digits(u64::from_le_bytes(w)), bytewise(&w), "{w:?}");
+        }
+        assert_eq!(word_digits(u64::from_le_bytes(*b"99999999")), (99_999_999, 8));
+        assert_eq!(word_digits(u64::from_le_bytes(*b"00000001")), (1, 8));
+        assert_eq!(word_digits(u64::from_le_bytes(*b"7\n000000")), (7, 1));
+    }
+
+    /// The word-wide path and the general one agree on every line, whatever its digits,
+    /// blanks and neighbours.
+    #[test]
+    fn kernel_lines_match_the_general_path() {
+        let mut fast_lines = 0;
+        for digits in 1..=20usize {
+            for tail in
+                [&b""[..], b"\n", b"\nnext 1\n", b"\nxxxxxxxxxxxxxxxxxxxx", b" \n", b"\r\n", b"x\n"]
+            {
+                let mut text = b"some_key ".to_vec();
+                text.extend((0..digits).map(|i| b"1234567890"[(i * 7) % 10]));
+                text.extend_from_slice(tail);
+                let expected: u64 = text[9..9 + digits].iter().fold(0u64, |v, b| {
+                    v.checked_mul(10)
+                        .and_then(|v| v.checked_add(u64::from(b - b'0')))
+                        .unwrap_or(u64::MAX)
+                });
+                let fast = kernel_line(&text, 1);
+                let mut general = Lines::new(&text);
+                let Some(Item::Line(first)) = general.general_line() else { panic!("{text:?}") };
+                assert_eq!(first.key, b"some_key");
+                if let Some((line, rest)) = fast {
+                    assert!(digits <= 15 && tail.starts_with(b"\n"), "{text:?}");
+                    assert_eq!(line, first);
+                    assert_eq!(line.value, Ok(expected));
+                    fast_lines += 1;
+                    assert_eq!(rest, &tail[1..]);
+                    assert_eq!(rest, general.rest);
+                } else {
+                    // Declined: too many digits, another line end, or too few bytes to load.
+                    assert!(digits > 15 || !tail.starts_with(b"\n") || text.len() < 9 + 16);
+                }
+                if digits <= 19
+                    && (tail.is_empty()
+                        || tail.starts_with(b"\n")
+                        || tail == b" \n"
+                        || tail == b"\r\n")
+                {
+                    assert_eq!(first.value, Ok(expected), "{text:?}");
+                }
+            }
+        }
+        assert!(fast_lines > 20, "the word-wide path was taken");
     }
 
     #[test]
