@@ -107,6 +107,9 @@ impl Sysfs for AnyPlatform {
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
         each_platform!(self, p => p.list_dir(dir, out))
     }
+    fn walk_done(&self) {
+        each_platform!(self, p => p.walk_done());
+    }
 }
 
 impl Host for AnyPlatform {

@@ -96,6 +96,10 @@ impl Sysfs for LinuxPlatform {
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
         self.sysfs.list_dir(dir, out)
     }
+
+    fn walk_done(&self) {
+        self.sysfs.walk_done();
+    }
 }
 
 impl Host for LinuxPlatform {

@@ -5,13 +5,14 @@
 //! path: every file is opened with `O_NONBLOCK` (so a FIFO put where an attribute should be
 //! cannot block the open) and read with `pread` at offset 0, which a FIFO, socket or any other
 //! stream (a terminal, most character devices) refuses with `ESPIPE` — reported as `EINVAL`,
-//! as `read(2)` names an object unsuitable for reading — and a directory with `EISDIR`. The
-//! reads that a regular file or sysfs attribute does not give — nothing at all, or a full
-//! window — are checked with `fstat`, so a seekable device node (`/dev/null`, `/dev/zero`, a
-//! block device) is `EINVAL` too. What this lets through is a seekable character device whose
-//! first read returns between one byte and a window less one: read once, never blocking, never
-//! beyond the window. Directory entries are node and entry numbers only in the kernel's own
-//! spelling (`%d`: no sign, no leading zero), so `nodes/01` is not taken for node 1.
+//! as `read(2)` names an object unsuitable for reading — and a directory with `EISDIR`. A read
+//! that fills the whole window, which a sysfs attribute never does, is checked with `fstat`, so
+//! a seekable device node that gives data (`/dev/zero`, a block device) is `EINVAL` too. An
+//! empty read is an empty file, without a check: it brings nothing in, whatever gave it (a
+//! `/dev/null` in the tree reads as empty). What this lets through is a seekable character
+//! device whose first read returns between one byte and a window less one: read once, never
+//! blocking, never beyond the window. Directory entries are node and entry numbers only in the
+//! kernel's own spelling (`%d`: no sign, no leading zero), so `nodes/01` is not taken for node 1.
 //!
 //! Files are opened relative to a descriptor of the tree's root (`openat`), so the kernel walks
 //! only the components below the root for each of the thousands of files of a large tree. The
@@ -20,8 +21,12 @@
 //! file instead of five. The same descriptor lists the directory when the walk lists it, and a
 //! directory found missing is remembered as missing, so the walk's listing after a missing
 //! entry costs no second failing open. That descriptor (or the memory of a missing directory)
-//! is dropped whenever `generation_id` is read, which brackets every snapshot, so none
-//! outlives a snapshot (or sees a directory the kernel has since replaced).
+//! is dropped whenever `generation_id` is read, which brackets every snapshot, and when the
+//! walk ends ([`Sysfs::walk_done`](hsakmt_core::platform::Sysfs::walk_done)), so none outlives
+//! a snapshot (or sees a directory the kernel has since replaced). `generation_id` itself, read
+//! at both ends of a walk, is opened once per walk: its descriptor is held from the first read
+//! to the end of the walk, and the second read is a `pread` at offset 0, which makes sysfs
+//! print the attribute anew (and reads a regular file's current bytes).
 
 use core::ffi::CStr;
 use core::mem::MaybeUninit;
@@ -46,6 +51,9 @@ pub struct SysfsTree {
     /// in use, so the lock is never held across a system call; a reader that finds it empty
     /// or locked opens its own.
     entries: spin::Mutex<Option<EntryDir>>,
+    /// `generation_id`, open from its first read in a walk to the walk's end (see the module
+    /// docs). Taken out while in use, like `entries`.
+    generation: spin::Mutex<Option<OwnedFd>>,
 }
 
 /// A `nodes/N/<kind>/` directory met in the current snapshot.
@@ -70,7 +78,7 @@ impl SysfsTree {
     #[must_use]
     pub fn system() -> Self {
         let root = FixedPath::new(KFD_TOPOLOGY_ROOT.as_bytes()).unwrap_or_default();
-        Self { dir: open_root(&root), root, entries: spin::Mutex::new(None) }
+        Self::with_root(root)
     }
 
     /// A tree rooted at `root` (for example a copy of a real machine's tree).
@@ -80,8 +88,16 @@ impl SysfsTree {
     /// ([`PATH_CAPACITY`](crate::path::PATH_CAPACITY) bytes with the NUL), `EINVAL` when it
     /// contains a NUL byte.
     pub fn at(root: &[u8]) -> Result<Self, Errno> {
-        let root = FixedPath::new(root)?;
-        Ok(Self { dir: open_root(&root), root, entries: spin::Mutex::new(None) })
+        Ok(Self::with_root(FixedPath::new(root)?))
+    }
+
+    fn with_root(root: FixedPath) -> Self {
+        Self {
+            dir: open_root(&root),
+            root,
+            entries: spin::Mutex::new(None),
+            generation: spin::Mutex::new(None),
+        }
     }
 
     /// The root directory as bytes.
@@ -240,6 +256,31 @@ impl SysfsTree {
             *slot = None;
         }
     }
+
+    /// Reads `generation_id` through the descriptor held since its last read in this walk, or
+    /// opens it (and holds it when the read succeeds). A sysfs attribute read at offset 0 is
+    /// printed anew (`seq_file` restarts at position 0), so the second read of a walk sees
+    /// the current value without a second open and close. A held descriptor whose read fails
+    /// is dropped and the file opened again, so the errno is the file's own now.
+    fn read_generation(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        let held = self.generation.try_lock().and_then(|mut slot| slot.take());
+        if let Some(fd) = held
+            && let Ok(n) = read_regular(&fd, buf)
+        {
+            self.hold_generation(fd);
+            return Ok(n);
+        }
+        let fd = self.open(&self.file_path(SysfsFile::GenerationId)?, FILE_FLAGS)?;
+        let n = read_regular(&fd, buf)?;
+        self.hold_generation(fd);
+        Ok(n)
+    }
+
+    fn hold_generation(&self, fd: OwnedFd) {
+        if let Some(mut slot) = self.generation.try_lock() {
+            *slot = Some(fd);
+        }
+    }
 }
 
 /// `I/properties` as a C string, in a stack buffer.
@@ -279,8 +320,9 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::
 
 /// Reads a regular file from its start into `buf` with one `pread` (see the module docs):
 /// `EINVAL` for a FIFO, socket or other stream (`ESPIPE`), `EISDIR` for a directory. A read
-/// that returns nothing or fills `buf` — what a device node such as `/dev/null` or `/dev/zero`
-/// gives — is accepted only after `fstat` says the file is regular.
+/// that fills `buf` — what a device node such as `/dev/zero` gives — is accepted only after
+/// `fstat` says the file is regular. An empty read is taken as an empty file without asking:
+/// it brings no byte in, whatever gave it (`/dev/null` too).
 fn read_regular(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
     let want = buf.len();
     let n = loop {
@@ -292,7 +334,7 @@ fn read_regular(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
     };
     // A short read of a regular or sysfs file means end of file (sysfs returns a whole
     // attribute in one read), which saves the second, empty read.
-    if n == 0 || n >= want {
+    if n >= want {
         let st = rustix::fs::fstat(fd).map_err(from_rustix)?;
         match rustix::fs::FileType::from_raw_mode(st.st_mode) {
             rustix::fs::FileType::RegularFile => {}
@@ -328,14 +370,21 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
                     None => self.open(&self.file_path(file)?, FILE_FLAGS)?,
                 }
             }
-            _ => {
-                if file == SysfsFile::GenerationId {
-                    self.release_entries();
-                }
-                self.open(&self.file_path(file)?, FILE_FLAGS)?
+            SysfsFile::GenerationId => {
+                self.release_entries();
+                return self.read_generation(buf);
             }
+            _ => self.open(&self.file_path(file)?, FILE_FLAGS)?,
         };
         read_regular(&fd, buf)
+    }
+
+    /// Closes the held entry directory and `generation_id`.
+    fn walk_done(&self) {
+        self.release_entries();
+        if let Some(mut slot) = self.generation.try_lock() {
+            *slot = None;
+        }
     }
 
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
@@ -547,7 +596,8 @@ mod tests {
         assert_eq!(tree.read_file(SysfsFile::NodeProperties(0), &mut buf), Err(Errno::EINVAL));
         let mut left = [0u8; 16];
         assert_eq!(rustix::io::read(&writer, &mut left[..]), Ok(13), "nothing was consumed");
-        // A device node (creating one needs CAP_MKNOD: checked when the test may).
+        // A device node that reads as empty (`/dev/null`) is an empty file: nothing is read
+        // from it (creating one needs CAP_MKNOD: checked when the test may).
         let null = dir.join("nodes/0/name");
         if mknodat(
             CWD,
@@ -558,7 +608,7 @@ mod tests {
         )
         .is_ok()
         {
-            assert_eq!(tree.read_file(SysfsFile::Name(0), &mut buf), Err(Errno::EINVAL));
+            assert_eq!(tree.read_file(SysfsFile::Name(0), &mut buf), Ok(0));
         }
         // A seekable device that fills the window (`/dev/zero`).
         let zero = dir.join("nodes/0/gpu_id");
@@ -574,6 +624,45 @@ mod tests {
         {
             assert_eq!(tree.read_file(SysfsFile::GpuId(0), &mut buf), Err(Errno::EINVAL));
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `generation_id` is opened once per walk: held from its first read to `walk_done`, each
+    /// read seeing the file's bytes at that moment.
+    #[test]
+    fn generation_is_held_for_one_walk() {
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-gen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let gen_path = dir.join("generation_id");
+        std::fs::write(&gen_path, "3\n").unwrap();
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let read = || {
+            let mut buf = [0u8; 16];
+            tree.read_file(SysfsFile::GenerationId, &mut buf)
+                .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+        };
+        assert_eq!(read().unwrap(), "3\n");
+        assert!(tree.generation.lock().is_some(), "held after the first read");
+        // Rewritten in place (as sysfs prints it anew): the held descriptor reads the new value.
+        std::fs::write(&gen_path, "4\n").unwrap();
+        assert_eq!(read().unwrap(), "4\n");
+        tree.walk_done();
+        assert!(tree.generation.lock().is_none(), "closed when the walk ends");
+        // Replaced by another file: the next walk opens the new one.
+        std::fs::write(dir.join("next"), "5\n").unwrap();
+        std::fs::rename(dir.join("next"), &gen_path).unwrap();
+        assert_eq!(read().unwrap(), "5\n");
+        // Removed while held: the held descriptor still reads the old file within the walk;
+        // the next walk reports the file missing.
+        std::fs::remove_file(&gen_path).unwrap();
+        assert_eq!(read().unwrap(), "5\n");
+        tree.walk_done();
+        assert_eq!(read(), Err(Errno::ENOENT));
+        assert!(tree.generation.lock().is_none(), "nothing held after a failed open");
+        // A directory in its place.
+        std::fs::create_dir(&gen_path).unwrap();
+        assert_eq!(read(), Err(Errno::EISDIR));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

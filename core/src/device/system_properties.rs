@@ -107,7 +107,9 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// The tree's `generation_id` now (`None` when it cannot be read).
     fn current_generation(&self) -> Option<u32> {
         let mut buf = [0u8; 32];
-        let n = self.platform.read_file(SysfsFile::GenerationId, &mut buf).ok()?;
+        let read = self.platform.read_file(SysfsFile::GenerationId, &mut buf);
+        self.platform.walk_done();
+        let n = read.ok()?;
         let text = core::str::from_utf8(buf.get(..n)?).ok()?;
         text.trim().parse().ok()
     }

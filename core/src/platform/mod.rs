@@ -122,6 +122,11 @@ pub trait Sysfs {
     /// # Errors
     /// The errno of a failing open or read of the directory, other than `ENOENT`.
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno>;
+
+    /// Called when a walk of the tree is over (after its last read, whether it succeeded or
+    /// not), and after a lone read of `generation_id`: a tree that keeps descriptors open
+    /// between the reads of one walk closes them here. Does nothing by default.
+    fn walk_done(&self) {}
 }
 
 /// Process-level services: time, identity, configuration.
@@ -144,6 +149,9 @@ impl<T: Sysfs + ?Sized> Sysfs for &T {
     }
     fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
         (**self).list_dir(dir, out)
+    }
+    fn walk_done(&self) {
+        (**self).walk_done();
     }
 }
 

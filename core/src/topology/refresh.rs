@@ -378,6 +378,23 @@ impl<
         options: &Options,
         render: Option<&dyn Fn(u32) -> Result<(), Errno>>,
     ) -> Result<(), Error> {
+        let walked = self.walk(sysfs, buf, options);
+        sysfs.walk_done();
+        self.attempts = walked?;
+        if let Some(probe) = render {
+            self.hide_unopenable(probe)?;
+        }
+        self.finish(host)
+    }
+
+    /// Reads the tree until `generation_id` reads the same before and after; returns the
+    /// number of attempts.
+    fn walk<S: Sysfs + ?Sized>(
+        &mut self,
+        sysfs: &S,
+        buf: &mut [u8],
+        options: &Options,
+    ) -> Result<u32, Error> {
         let trust = options.entries == EntryEnumeration::TrustCounts;
         let mut attempts = 0u32;
         loop {
@@ -400,11 +417,7 @@ impl<
                 end
             );
         }
-        self.attempts = attempts;
-        if let Some(probe) = render {
-            self.hide_unopenable(probe)?;
-        }
-        self.finish(host)
+        Ok(attempts)
     }
 
     fn read_generation<S: Sysfs + ?Sized>(

@@ -998,6 +998,50 @@ fn generation_change_retries_then_succeeds() {
     }
 }
 
+/// Counts the walks the tree is told are over, and the reads since the last one.
+struct WalkCounter<'a> {
+    inner: &'a dyn Sysfs,
+    done: core::cell::Cell<u32>,
+    reads_since: core::cell::Cell<u32>,
+}
+
+impl Sysfs for WalkCounter<'_> {
+    fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.reads_since.set(self.reads_since.get() + 1);
+        self.inner.read_file(file, buf)
+    }
+    fn list_dir(&self, dir: SysfsDir, out: &mut [u32]) -> Result<usize, Errno> {
+        self.reads_since.set(self.reads_since.get() + 1);
+        self.inner.list_dir(dir, out)
+    }
+    fn walk_done(&self) {
+        self.done.set(self.done.get() + 1);
+        self.reads_since.set(0);
+    }
+}
+
+/// Every walk ends with one `walk_done`, after its last read: on success, after retries, and
+/// when it fails.
+#[test]
+fn every_walk_ends_with_walk_done() {
+    let fs = MemSysfs::from_dir(&profile_dir("mi25-vega10-rocm18/topology"));
+    let flaky = Flaky::new(&fs, 2);
+    let empty = MemSysfs::default();
+    for (sysfs, ok) in [(&fs as &dyn Sysfs, true), (&flaky, true), (&empty, false)] {
+        let counter = WalkCounter {
+            inner: sysfs,
+            done: core::cell::Cell::new(0),
+            reads_since: core::cell::Cell::new(0),
+        };
+        let mut t = boxed();
+        let mut buf = vec![0u8; READ_BUFFER];
+        let r = t.refresh(&counter, &TestHost::default(), &mut buf);
+        assert_eq!(r.is_ok(), ok, "{r:?}");
+        assert_eq!(counter.done.get(), 1);
+        assert_eq!(counter.reads_since.get(), 0, "no read after the walk ended");
+    }
+}
+
 #[test]
 fn generation_retries_are_configurable() {
     let fs = MemSysfs::from_dir(&profile_dir("mi25-vega10-rocm18/topology"));
