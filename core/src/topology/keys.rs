@@ -71,8 +71,7 @@ const fn words(bytes: &[u8]) -> (u64, u64) {
 /// A seeded multiply-xorshift hash of [`words`]: a handful of instructions per key,
 /// independent of its length.
 #[inline(always)]
-const fn hash(bytes: &[u8], seed: u32) -> u32 {
-    let (a, b) = words(bytes);
+const fn hash((a, b): (u64, u64), seed: u32) -> u32 {
     let mut x = a ^ b.rotate_left(29) ^ (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     x ^= x >> 31;
     x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -83,13 +82,15 @@ const fn hash(bytes: &[u8], seed: u32) -> u32 {
 
 const EMPTY_SLOT: u8 = u8::MAX;
 
-/// A minimal perfect-hash index from key name to key position, built at compile time.
-pub(crate) struct KeyIndex<const SLOTS: usize> {
+/// A minimal perfect-hash index from key name to key position, built at compile time, with
+/// the [`words`] of each of the `N` names (so a lookup compares words, not bytes).
+pub(crate) struct KeyIndex<const SLOTS: usize, const N: usize> {
     seed: u32,
     slots: [u8; SLOTS],
+    words: [(u64, u64); N],
 }
 
-impl<const SLOTS: usize> KeyIndex<SLOTS> {
+impl<const SLOTS: usize, const N: usize> KeyIndex<SLOTS, N> {
     /// Searches a seed for which every name lands in its own slot. Evaluated in a `const`, so a
     /// table without a collision-free seed (or with more than 254 names) fails the build.
     #[cfg_attr(
@@ -103,14 +104,20 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
     )]
     pub(crate) const fn build(names: &[&str]) -> Self {
         assert!(SLOTS.is_power_of_two() && names.len() < EMPTY_SLOT as usize);
-        assert!(names.len() <= SLOTS);
+        assert!(names.len() <= SLOTS && names.len() == N);
+        let mut name_words = [(0u64, 0u64); N];
+        let mut i = 0;
+        while i < N {
+            name_words[i] = words(names[i].as_bytes());
+            i = i.saturating_add(1);
+        }
         let mut seed = 0u32;
         loop {
             let mut slots = [EMPTY_SLOT; SLOTS];
             let mut i = 0;
             let mut ok = true;
             while i < names.len() {
-                let h = hash(names[i].as_bytes(), seed) as usize & SLOTS.wrapping_sub(1);
+                let h = hash(name_words[i], seed) as usize & SLOTS.wrapping_sub(1);
                 if slots[h] != EMPTY_SLOT {
                     ok = false;
                     break;
@@ -119,7 +126,7 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
                 i = i.saturating_add(1);
             }
             if ok {
-                return Self { seed, slots };
+                return Self { seed, slots, words: name_words };
             }
             seed = seed.saturating_add(1);
             if seed > 100_000 {
@@ -131,18 +138,20 @@ impl<const SLOTS: usize> KeyIndex<SLOTS> {
     /// The position of `name` in `names`, if it is one of them.
     #[inline]
     pub(crate) fn find(&self, names: &[&str], name: &[u8]) -> Option<usize> {
-        let h = hash(name, self.seed) as usize & SLOTS.wrapping_sub(1);
+        let w = words(name);
+        let h = hash(w, self.seed) as usize & SLOTS.wrapping_sub(1);
         let i = usize::from(*self.slots.get(h)?);
-        same_name(names.get(i)?.as_bytes(), name).then_some(i)
+        (*self.words.get(i)? == w && same_name(names.get(i)?.as_bytes(), name)).then_some(i)
     }
 }
 
-/// `a == b` for names, inline and word-wide: the length, then [`words`] (the whole name up to
-/// 16 bytes), then for a longer name every 8 bytes from its start (the last few bytes were in
-/// `words`). Saves the call to `memcmp` that slice equality makes for every line.
+/// `a == b` for two names whose [`words`] are equal, inline and word-wide: the length (the
+/// words then hold the whole name up to 16 bytes), then for a longer name every 8 bytes from
+/// its start (the last few bytes were in the words). Saves the call to `memcmp` that slice
+/// equality makes for every line.
 #[inline(always)]
 fn same_name(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() || words(a) != words(b) {
+    if a.len() != b.len() {
         return false;
     }
     if a.len() <= 16 {
@@ -203,7 +212,7 @@ macro_rules! key_set {
             /// How many keys there are.
             pub const COUNT: usize = Self::ALL.len();
             const NAMES: &'static [&'static str] = &[$($name,)+ $($xname,)*];
-            const INDEX: KeyIndex<$SLOTS> = KeyIndex::build(Self::NAMES);
+            const INDEX: KeyIndex<$SLOTS, { Self::NAMES.len() }> = KeyIndex::build(Self::NAMES);
 
             /// The key's name in the sysfs file.
             #[must_use]
@@ -667,6 +676,7 @@ mod tests {
             }
             assert!(same_name(name, name));
             assert!(!same_name(name, &name[..name.len() - 1]));
+            assert!(NodeKey::from_name(&name[..name.len() - 1]).is_none_or(|k| k != *key));
         }
         assert!(NodeKey::ALL.iter().any(|k| k.name().len() > 24), "long names are covered");
     }
