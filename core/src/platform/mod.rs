@@ -108,9 +108,9 @@ pub trait Sysfs {
     /// hidden by the caller's device cgroup. A path that is not a regular file (sysfs
     /// attributes are) is refused: `EISDIR` for a directory, `EINVAL` for anything else (a
     /// FIFO, socket or device node), at once — never a blocking open or read, never more than
-    /// `buf` read. (The Linux platform tells them apart by the read itself; the one kind it
-    /// reads as a file is a seekable character device whose first read is neither empty nor
-    /// a full buffer: see its `sysfs` module.)
+    /// `buf` read. (The Linux platform tells them apart by the read itself; what it reads as
+    /// a file is a seekable character device whose first read is not a full buffer — one that
+    /// reads as empty, such as `/dev/null`, is an empty file: see its `sysfs` module.)
     fn read_file(&self, file: SysfsFile, buf: &mut [u8]) -> Result<usize, Errno>;
 
     /// Lists the entries of `dir` whose names are decimal numbers as sysfs spells them (no
