@@ -60,9 +60,12 @@ pub struct SysfsTree {
 struct EntryDir {
     node: u32,
     kind: EntryKind,
-    /// Its descriptor, open for reading (so it can be listed too); `None` when the directory
-    /// does not exist.
+    /// Its descriptor; `None` when the directory does not exist.
     fd: Option<OwnedFd>,
+    /// Whether `fd` is open for reading (it can be listed). A directory first met through an
+    /// entry's file is opened with `O_PATH`, which is cheaper (about a fifth of an open and
+    /// close on ext4) and enough to open files in it; a listing reopens it for reading.
+    readable: bool,
     /// Whether `fd` has been listed (its position is no longer the start).
     listed: bool,
 }
@@ -180,18 +183,9 @@ impl SysfsTree {
     /// directory is known to be missing. `None` when the directory cannot be opened for another
     /// reason: the caller then opens the file from the root, which reports the file's own errno.
     fn open_entry(&self, node: u32, kind: EntryKind, index: u32) -> Option<Result<OwnedFd, Errno>> {
-        let dir = self.entry_dir(node, kind)?;
+        let dir = self.entry_dir(node, kind, PATH_DIR_FLAGS)?;
         let opened = match &dir.fd {
-            Some(fd) => {
-                let name = EntryName::new(index);
-                loop {
-                    match rustix::fs::openat(fd.as_fd(), name.as_c_str(), FILE_FLAGS, Mode::empty())
-                    {
-                        Err(rustix::io::Errno::INTR) => {}
-                        r => break r.map_err(from_rustix),
-                    }
-                }
-            }
+            Some(fd) => openat_retrying(fd, EntryName::new(index).as_c_str(), FILE_FLAGS),
             None => Err(Errno::ENOENT),
         };
         self.hold(dir);
@@ -207,7 +201,18 @@ impl SysfsTree {
         kind: EntryKind,
         out: &mut [u32],
     ) -> Option<Result<usize, Errno>> {
-        let mut dir = self.entry_dir(node, kind)?;
+        let mut dir = self.entry_dir(node, kind, DIR_FLAGS)?;
+        if !dir.readable
+            && let Some(path_fd) = &dir.fd
+        {
+            match openat_retrying(path_fd, c".", DIR_FLAGS | OFlags::CLOEXEC) {
+                Ok(fd) => dir = EntryDir { fd: Some(fd), readable: true, listed: false, ..dir },
+                Err(e) => {
+                    self.hold(dir);
+                    return Some(Err(e));
+                }
+            }
+        }
         let listed = match &dir.fd {
             Some(fd) => {
                 let rewound = if dir.listed {
@@ -226,21 +231,22 @@ impl SysfsTree {
         Some(listed)
     }
 
-    /// The held `nodes/N/<kind>/` when it is that one, else that directory opened now (or
-    /// recorded as missing). `None` when it cannot be opened for another reason than `ENOENT`.
-    fn entry_dir(&self, node: u32, kind: EntryKind) -> Option<EntryDir> {
+    /// The held `nodes/N/<kind>/` when it is that one, else that directory opened now with
+    /// `flags` (or recorded as missing). `None` when it cannot be opened for another reason
+    /// than `ENOENT`.
+    fn entry_dir(&self, node: u32, kind: EntryKind, flags: OFlags) -> Option<EntryDir> {
         let held = self.entries.try_lock().and_then(|mut slot| slot.take());
         if let Some(d) = held.filter(|d| d.node == node && d.kind == kind) {
             return Some(d);
         }
         let mut path = self.base();
         self::node(&mut path, node, kind.dir_name()).ok()?;
-        let fd = match self.open(&path, DIR_FLAGS) {
+        let fd = match self.open(&path, flags) {
             Ok(fd) => Some(fd),
             Err(Errno::ENOENT) => None,
             Err(_) => return None,
         };
-        Some(EntryDir { node, kind, fd, listed: false })
+        Some(EntryDir { node, kind, fd, readable: !flags.contains(OFlags::PATH), listed: false })
     }
 
     /// Keeps `dir` as the held entry directory (unless another reader holds the slot).
@@ -314,9 +320,22 @@ impl EntryName {
 /// once), close-on-exec.
 const FILE_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
 
-/// How directories of the tree are opened (for listing, and as the base of their entries'
-/// files); [`SysfsTree::open`] adds close-on-exec.
+/// How directories of the tree are opened for listing (and then as the base of their
+/// entries' files); [`SysfsTree::open`] adds close-on-exec.
 const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NONBLOCK);
+
+/// How an entry directory is opened only as the base of its entries' files.
+const PATH_DIR_FLAGS: OFlags = OFlags::PATH.union(OFlags::DIRECTORY);
+
+/// `openat(dir, name, flags)`, retried on `EINTR`.
+fn openat_retrying(dir: &OwnedFd, name: &CStr, flags: OFlags) -> Result<OwnedFd, Errno> {
+    loop {
+        match rustix::fs::openat(dir.as_fd(), name, flags, Mode::empty()) {
+            Err(rustix::io::Errno::INTR) => {}
+            r => return r.map_err(from_rustix),
+        }
+    }
+}
 
 /// Reads a regular file from its start into `buf` with one `pread` (see the module docs):
 /// `EINVAL` for a FIFO, socket or other stream (`ESPIPE`), `EISDIR` for a directory. A read
@@ -524,6 +543,14 @@ mod tests {
         assert!(tree.entries.lock().is_none());
         std::fs::remove_dir_all(dir.join("nodes/1/io_links")).unwrap();
         write("nodes/1/io_links/0/properties", "type 3\n");
+        assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 3\n");
+
+        // A directory met through a file is held with O_PATH; listing it reopens it for reading.
+        assert!(tree.entries.lock().as_ref().is_some_and(|d| d.fd.is_some() && !d.readable));
+        let links = SysfsDir::Entries { node: 1, kind: EntryKind::IoLink };
+        let mut ids = [0u32; 4];
+        assert_eq!(tree.list_dir(links, &mut ids), Ok(1));
+        assert!(tree.entries.lock().as_ref().is_some_and(|d| d.readable && d.listed));
         assert_eq!(read(entry(EntryKind::IoLink, 0)).unwrap(), "type 3\n");
 
         // A listing holds the directory it listed; listing it again starts from its start.
