@@ -181,8 +181,8 @@ fn take_while(s: &[u8], f: impl Fn(u8) -> bool) -> (&[u8], &[u8]) {
     (s.get(..n).unwrap_or_default(), rest)
 }
 
-/// Up to 7 digits at the start of a word of eight bytes (first byte lowest):
-/// `(value, digits)`, with `digits == 8` when all eight are digits (then `value` is theirs).
+/// The decimal digits at the start of a word of eight bytes (first byte lowest):
+/// `(value, digits)`, `digits` from 0 (no digit) to 8 (the whole word).
 /// No branch per byte: the bytes are flagged as non-digits together, and the digits before
 /// the first flag are combined by three multiplications (pairs, quads, the whole).
 #[inline(always)]
@@ -210,9 +210,10 @@ const fn word_digits(word: u64) -> (u64, usize) {
 const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// The kernel's own line, `key digits\n` with one space and 1 to 15 digits, in a few word
-/// operations: the line (numbered `number`) and the bytes after its newline. `None` for anything else, and
-/// when fewer than 16 bytes follow the space (the last line of a file): the general path
-/// decides those. 15 digits cannot overflow, so no per-digit check is needed.
+/// operations: the line (numbered `number`) and the bytes after its newline. `None` for
+/// anything else, and when the words holding the digits run past the end of `s` (the last
+/// line of a file, usually): the general path decides those. 15 digits cannot overflow, so
+/// no per-digit check is needed.
 #[inline(always)]
 fn kernel_line(s: &[u8], number: u32) -> Option<(Line<'_>, &[u8])> {
     let (key, after) = split_key(s);
