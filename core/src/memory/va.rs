@@ -52,9 +52,11 @@
 //! Typical costs are far below these bounds: the index insertion of an allocation is attached
 //! next to its physical neighbour in `O(1)` (the neighbouring used blocks are its in-order
 //! neighbours) and retracing stops at the first unchanged node (amortised `O(1)`).
-//! - [`neighbour_allocations`](VaAllocator::neighbour_allocations): `O(1)` (at most four
-//!   physical links), which lets the memory manager insert the allocation's object next to its
-//!   neighbours in the object table's index too.
+//! - [`neighbour_allocations`](VaAllocator::neighbour_allocations) and
+//!   [`neighbour_owners`](VaAllocator::neighbour_owners): `O(1)` (at most four physical links).
+//!   The memory manager records each allocation's object slot as its owner
+//!   ([`set_owner`](VaAllocator::set_owner), `O(1)`) and inserts a new allocation's object
+//!   beside its neighbours' objects in the object table's index.
 //! - [`add_range`](VaAllocator::add_range): a scan of at most [`MAX_VA_RANGES`] records.
 //! - [`largest_free_block`](VaAllocator::largest_free_block): `O(k)` for the `k` free blocks of
 //!   the highest non-empty class (a query, not used by the operations above).

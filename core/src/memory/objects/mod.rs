@@ -20,9 +20,10 @@
 //! # Indexes and worst cases
 //! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
 //!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
-//!   path. Insertion first tries the objects the caller names as likely neighbours
-//!   ([`ObjectTable::insert_near`]: for an allocation, the allocations beside it in its
-//!   aperture, found through the address cache), then the *finger* — the node touched by the
+//!   path. Insertion first tries the objects the caller names as likely neighbours (for an
+//!   allocation, the allocations beside it in its aperture: by address through the address
+//!   cache, [`ObjectTable::insert_near`], or by slot, [`ObjectTable::insert_beside`]), then the
+//!   *finger* — the node touched by the
 //!   last insertion or removal — as the new object's in-order neighbour (each a validated guess:
 //!   one climb to the nearest ancestor on the other side), and descends from the root only if
 //!   all fail; in a steady allocate/free cycle, of repeated or random shapes, no root descent
@@ -42,7 +43,8 @@
 //! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
 //! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
 //! duplicate-userptr check, two insertions) plus 8 cache probes,
-//! [`insert_near`](ObjectTable::insert_near) two more climbs and 16 more probes;
+//! [`insert_near`](ObjectTable::insert_near) two more climbs and 16 more probes,
+//! [`insert_beside`](ObjectTable::insert_beside) two more climbs;
 //! [`remove`](ObjectTable::remove) and [`remove_retired`](ObjectTable::remove_retired) ≤ 3·`H`
 //! per tree plus 8 probes; [`retire`](ObjectTable::retire) and
 //! [`revive_with`](ObjectTable::revive_with) `O(1)`;
