@@ -10,8 +10,8 @@
 //! - a mapping is placed only where no live placed mapping is (`EBUSY` otherwise), so a
 //!   `MAP_FIXED` never replaces memory a live [`HostMapping`](crate::HostMapping) hands out;
 //! - [`release`](crate::release) unmaps only the parts of the range no live mapping covers,
-//!   and marks the live ones *orphaned*: their pages stay mapped until their last clone drops, which then unmaps
-//!   them instead of reserving them again;
+//!   and marks the live ones *orphaned*: their pages stay mapped until their last clone drops,
+//!   which then unmaps them instead of reserving them again;
 //! - a release whose range cuts through a live mapping is refused (`EBUSY`, nothing changed).
 //!
 //! One lock orders everything: placing, dropping and releasing all make their system calls
