@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: with no arguments, runs `hsakmt bench --check --json` (release build,
 //! with the C ABI benchmark) and writes `BENCHMARKS.md` — the table of every row with its goals
-//! met or missed, the machine, the date and the command, and the AQL submit paths' instructions
-//! per packet (cachegrind, when `valgrind` is installed) — then fails if a goal was missed.
+//! met or missed, the machine, the date and the command, the AQL submit paths' instructions
+//! per packet and the instructions and cache misses of one mixed memory-bookkeeping pair
+//! (cachegrind, when `valgrind` is installed) — then fails if a goal was missed.
 //! With arguments, runs `hsakmt bench ARGS` and prints what it prints.
 
 use std::fmt::Write as _;
@@ -36,6 +37,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("hsakmt bench --check --json printed no report ({e})"))?;
     let mut text = render(&doc, &started, &machine());
     text.push_str(&instructions_section(&instructions()));
+    text.push_str(&mixed_section(&mixed_counts()));
     let path = workspace_root().join(OUTPUT);
     std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("wrote {}", path.display());
@@ -92,6 +94,92 @@ fn instruction_refs(stderr: &str) -> Option<u64> {
     let line = stderr.lines().find(|l| l.contains("I   refs:") || l.contains("I refs:"))?;
     let digits: String = line.rsplit(':').next()?.chars().filter(char::is_ascii_digit).collect();
     digits.parse().ok()
+}
+
+/// Live allocations of `hsakmt bench --mixed-only` under cachegrind (the `live_100k` row's).
+const MIXED_LIVE: u64 = 100_000;
+/// The two pair counts whose cachegrind counts are subtracted.
+const MIXED_PAIRS: (u64, u64) = (2_000, 12_000);
+/// The caches cachegrind simulates for the mixed pairs: this machine's first-level data cache
+/// (48 KiB, 12-way) and, as the last level, one core's 2 MiB second-level cache — what a
+/// table walk misses on its way to the shared third level or memory.
+const MIXED_CACHES: [&str; 2] = ["--D1=49152,12,64", "--LL=2097152,16,64"];
+
+/// What cachegrind counts over one mixed bookkeeping pair: instructions, first-level data read
+/// misses and second-level (2 MiB) data read misses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PairCounts {
+    instructions: f64,
+    d1_reads: f64,
+    l2_reads: f64,
+}
+
+/// Per-pair counts of the mixed bookkeeping workload at [`MIXED_LIVE`] live allocations:
+/// `hsakmt bench --mixed-only` for both [`MIXED_PAIRS`] counts under cachegrind, the difference
+/// over the difference of pairs (populating and setup cancel).
+fn mixed_counts() -> Result<PairCounts, String> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), std::path::PathBuf::from);
+    let hsakmt = target.join("release").join("hsakmt");
+    let count = |pairs: u64| -> Result<[u64; 3], String> {
+        let out = Command::new("valgrind")
+            .args(["--tool=cachegrind", "--cache-sim=yes", "--cachegrind-out-file=/dev/null"])
+            .args(MIXED_CACHES)
+            .arg(&hsakmt)
+            .args(["bench", "--mixed-only", &MIXED_LIVE.to_string()])
+            .args(["--pairs", &pairs.to_string()])
+            .output()
+            .map_err(|e| format!("valgrind could not be run ({e}); install it to count"))?;
+        let text = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("cachegrind of the mixed pairs failed: {}", text.trim()));
+        }
+        let counts = [
+            instruction_refs(&text),
+            read_misses(&text, "D1  misses:"),
+            read_misses(&text, "LLd misses:"),
+        ];
+        match counts {
+            [Some(i), Some(d), Some(l)] => Ok([i, d, l]),
+            _ => Err("cachegrind of the mixed pairs reported no counts".into()),
+        }
+    };
+    let (a, b) = (count(MIXED_PAIRS.0)?, count(MIXED_PAIRS.1)?);
+    let per = |k: usize| b[k].saturating_sub(a[k]) as f64 / (MIXED_PAIRS.1 - MIXED_PAIRS.0) as f64;
+    Ok(PairCounts { instructions: per(0), d1_reads: per(1), l2_reads: per(2) })
+}
+
+/// The read misses of a cachegrind summary line (`==1== D1  misses:   9,876  ( 1,234 rd  +
+/// 8,642 wr)`): the figure before `rd`.
+fn read_misses(stderr: &str, label: &str) -> Option<u64> {
+    let line = stderr.lines().find(|l| l.contains(label))?;
+    let (_, rest) = line.split_once('(')?;
+    let digits: String = rest.split("rd").next()?.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Markdown of the mixed pair's counts, or of why there are none.
+fn mixed_section(counts: &Result<PairCounts, String>) -> String {
+    let mut s = format!(
+        "\n## Instructions and cache misses per mixed bookkeeping pair\n\nOne free + allocate \
+         pair of `memory.bookkeeping.mixed.live_100k` (valgrind cachegrind, exact and the same \
+         on a loaded machine; {} simulated): `hsakmt bench --mixed-only {MIXED_LIVE} --pairs N` \
+         run for two counts, the difference divided by the pairs.\n\n",
+        MIXED_CACHES.join(" ")
+    );
+    match counts {
+        Err(why) => {
+            let _ = writeln!(s, "Not measured: {why}.");
+        }
+        Ok(c) => {
+            let _ =
+                writeln!(s, "| instructions | L1 data read misses | L2 (2 MiB) data read misses |");
+            let _ = writeln!(s, "|---:|---:|---:|");
+            let _ =
+                writeln!(s, "| {:.0} | {:.1} | {:.1} |", c.instructions, c.d1_reads, c.l2_reads);
+        }
+    }
+    s
 }
 
 /// Markdown of the instruction counts, or of why there are none.
@@ -261,6 +349,21 @@ mod tests {
         let s = instructions_section(&Ok(vec![("queue.x", 160.0), ("floor", 40.0)]));
         assert!(s.contains("| `queue.x` | 160.0 | 4.00 |"), "{s}");
         let s = instructions_section(&Err("valgrind could not be run".into()));
+        assert!(s.contains("Not measured: valgrind could not be run."), "{s}");
+    }
+
+    #[test]
+    fn mixed_pair_counts_come_from_cachegrinds_summary() {
+        let stderr = "==9== I   refs:      430,044,013\n\
+                      ==9== D1  misses:      4,040,105  ( 1,286,786 rd   + 2,753,319 wr)\n\
+                      ==9== LLd misses:      3,287,438  (   650,738 rd   + 2,636,700 wr)\n";
+        assert_eq!(read_misses(stderr, "D1  misses:"), Some(1_286_786));
+        assert_eq!(read_misses(stderr, "LLd misses:"), Some(650_738));
+        assert_eq!(read_misses("==9== I   refs: 5", "D1  misses:"), None);
+        let c = PairCounts { instructions: 4158.4, d1_reads: 33.84, l2_reads: 23.04 };
+        let s = mixed_section(&Ok(c));
+        assert!(s.contains("| 4158 | 33.8 | 23.0 |"), "{s}");
+        let s = mixed_section(&Err("valgrind could not be run".into()));
         assert!(s.contains("Not measured: valgrind could not be run."), "{s}");
     }
 }

@@ -57,6 +57,33 @@ fn alloc(kfd: &Book, gpu: u32, (size, vram): (u64, bool)) -> Result<u64, String>
         .map_err(|e| format!("{} of {size} bytes: {e}", if vram { "VRAM" } else { "system" }))
 }
 
+/// Populates `live` allocations of random shapes, then makes `pairs` random free + allocate
+/// pairs (as the rows do, untimed) and exits: nothing else depends on `pairs`, so under
+/// cachegrind the difference of two runs' counts over the difference of pairs is the cost of
+/// one pair. Address-space reservations are notional ([`Instant0::unreserved`]), so that
+/// valgrind can hold the address space of 100,000 allocations.
+///
+/// # Errors
+/// An allocation or free that fails.
+pub(super) fn mixed_only(live: usize, pairs: usize) -> Result<(), String> {
+    let book: Box<Book> =
+        Box::new(Kfd::with_memory(Instant0::unreserved(), boxed_tables(CAPACITY)));
+    book.open().map_err(|e| e.to_string())?;
+    let gpu = book.gpu_nodes().map_err(|e| e.to_string())?.first().ok_or("no GPU")?;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut held: Vec<u64> = Vec::with_capacity(live.max(1));
+    while held.len() < live.max(1) {
+        held.push(alloc(&book, gpu, rng.shape())?);
+    }
+    for _ in 0..pairs {
+        let slot = (rng.next() % held.len() as u64) as usize;
+        let shape = rng.shape();
+        book.free_memory(held[slot]).map_err(|e| e.to_string())?;
+        held[slot] = alloc(&book, gpu, shape)?;
+    }
+    Ok(())
+}
+
 pub(super) fn rows(scale: f64) -> Result<Vec<Row>, String> {
     let n = ((20_000.0 * scale) as usize).max(100);
     let book: Box<Book> = Box::new(Kfd::with_memory(Instant0::new(), boxed_tables(CAPACITY)));

@@ -78,6 +78,14 @@ pub(crate) struct BenchArgs {
     /// Packets for `--submit-only` (at most the ring's slots).
     #[arg(long, hide = true, default_value_t = 1024, requires = "submit_only")]
     packets: u64,
+    /// Populates this many live allocations of random mixed shapes, makes `--pairs` random
+    /// free + allocate pairs as `memory.bookkeeping.mixed` does, and exits, untimed: run
+    /// under cachegrind with two pair counts for instructions and cache misses per pair.
+    #[arg(long, hide = true, value_name = "LIVE")]
+    mixed_only: Option<usize>,
+    /// Pairs for `--mixed-only`.
+    #[arg(long, hide = true, default_value_t = 10_000, requires = "mixed_only")]
+    pairs: usize,
 }
 
 /// How many times `--check` measures a row at most.
@@ -223,6 +231,9 @@ fn measure(groups: &[Group], scale: f64) -> Result<Vec<Row>, Failure> {
 pub(crate) fn run(args: &BenchArgs) -> Result<(), Failure> {
     if let Some(path) = &args.submit_only {
         return Ok(submit::submit_only(path, args.packets)?);
+    }
+    if let Some(live) = args.mixed_only {
+        return Ok(mixed::mixed_only(live, args.pairs)?);
     }
     let groups = if args.groups.is_empty() {
         let mut all = vec![

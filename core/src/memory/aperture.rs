@@ -547,6 +547,19 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> Aperture<S> {
         self.va.neighbour_allocations(alloc.block)
     }
 
+    /// Records the owner of `alloc` (see [`VaAllocator::set_owner`]); `false` when it is not
+    /// live.
+    pub fn set_owner(&mut self, alloc: &ApertureAllocation, owner: u32) -> bool {
+        self.va.set_owner(alloc.block, owner)
+    }
+
+    /// The owners of the allocations nearest to `alloc` on either side in its range (see
+    /// [`VaAllocator::neighbour_owners`]; `O(1)`).
+    #[must_use]
+    pub fn neighbour_owners(&self, alloc: &ApertureAllocation) -> [Option<u32>; 2] {
+        self.va.neighbour_owners(alloc.block)
+    }
+
     /// The allocation `(start, size without guard)` containing `addr` (guard pages count as
     /// part of their allocation).
     #[must_use]

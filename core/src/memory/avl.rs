@@ -217,31 +217,32 @@ fn rebalance<T: TreeMut>(t: &mut T, x: u32) -> u32 {
 /// changed and its new height (`None`: `x`'s records are up to date, only its own height may be
 /// stale). With `early_exit`, stops at the first node whose height and maximum did not change
 /// (its parent's record of it is then still right).
-fn retrace<T: TreeMut>(t: &mut T, mut x: u32, mut side: Option<(bool, u8)>, early_exit: bool) {
+fn retrace<T: TreeMut>(t: &mut T, mut x: u32, side: Option<(bool, u8)>, early_exit: bool) {
+    // Above the first node, the changed side of a node is the child the walk came from, told
+    // apart at the node itself (one access per level, not a second read of the parent).
+    let (mut from, mut from_height) = (NIL, 0u8);
+    let mut first = side;
     while x != NIL {
         // One access to `x`: record the changed side, and when `x` stays balanced, its height.
         let Some(m) = t.links_mut(x) else { return };
-        if let Some((left, h)) = side {
-            if left {
-                m.hl = h;
-            } else {
-                m.hr = h;
-            }
+        match first.take() {
+            Some((true, h)) => m.hl = h,
+            Some((false, h)) => m.hr = h,
+            None if from == NIL => {}
+            None if m.left == from => m.hl = from_height,
+            None => m.hr = from_height,
         }
         let l = *m;
         let h = l.hl.max(l.hr).saturating_add(1);
-        let balanced = l.hl.abs_diff(l.hr) <= 1;
-        if balanced {
-            m.height = h;
-        }
-        if !balanced {
+        if l.hl.abs_diff(l.hr) > 1 {
             let top = rebalance(t, x);
             let lt = t.links(top);
-            side = Some((is_left_child(t, lt.parent, top), lt.height));
+            (from, from_height) = (top, lt.height);
             x = lt.parent;
             continue;
         }
         // Balanced here: only the height (and maximum) can change.
+        m.height = h;
         let mut changed = h != l.height;
         if T::INTERVAL {
             let m = t.end(x).max(sub_max(t, l.left)).max(sub_max(t, l.right));
@@ -251,7 +252,7 @@ fn retrace<T: TreeMut>(t: &mut T, mut x: u32, mut side: Option<(bool, u8)>, earl
         if early_exit && !changed {
             return;
         }
-        side = Some((is_left_child(t, l.parent, x), h));
+        (from, from_height) = (x, h);
         x = l.parent;
     }
 }

@@ -533,11 +533,13 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
         obj.mmap_offset = mmap_offset;
         let mut st = self.memory.lock();
         st.keep_promise();
-        // The allocations beside this one in its aperture are its likely neighbours in the
-        // object table's address index: inserting next to them spares a descent from the root.
-        let near = st.aperture_mut(plan.va.0).neighbour_allocations(&plan.va.1);
-        match st.objects.insert_near(obj, near) {
+        // The objects of the allocations beside this one in its aperture (recorded as their
+        // owners) are its neighbours in the object table's address index: inserting next to
+        // them spares an address lookup and a descent from the root.
+        let near = st.aperture_mut(plan.va.0).neighbour_owners(&plan.va.1);
+        match st.objects.insert_beside(obj, near) {
             Ok(handle) => {
+                st.aperture_mut(plan.va.0).set_owner(&plan.va.1, handle.index());
                 if plan.kind == MemoryKind::Scratch
                     && let Some(n) = st.nodes.get_mut(plan.gpu_node as usize)
                 {

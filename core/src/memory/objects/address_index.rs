@@ -9,8 +9,9 @@ use super::memory_object::MemoryObject;
 use super::{MemoryHandle, ObjectSlot, ObjectStorage, ObjectTable};
 
 /// A node of an [`ObjectTable`]'s start index (and two entries of its address cache): storage
-/// unit, contents private.
+/// unit, contents private. 32 bytes, aligned to 32 so that no node straddles two cache lines.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 pub struct IndexNode {
     pub(super) links: Links,
     pub(super) cache: [u32; 2],

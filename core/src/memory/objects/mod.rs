@@ -20,9 +20,10 @@
 //! # Indexes and worst cases
 //! - **Start index**: an AVL tree over the non-overlapping GPU ranges, kept in its own compact
 //!   node array. [`ObjectTable::find_containing`] (interior pointers) walks one root-to-leaf
-//!   path. Insertion first tries the objects the caller names as likely neighbours
-//!   ([`ObjectTable::insert_near`]: for an allocation, the allocations beside it in its
-//!   aperture, found through the address cache), then the *finger* — the node touched by the
+//!   path. Insertion first tries the objects the caller names as likely neighbours (for an
+//!   allocation, the allocations beside it in its aperture: by address through the address
+//!   cache, [`ObjectTable::insert_near`], or by slot, [`ObjectTable::insert_beside`]), then the
+//!   *finger* — the node touched by the
 //!   last insertion or removal — as the new object's in-order neighbour (each a validated guess:
 //!   one climb to the nearest ancestor on the other side), and descends from the root only if
 //!   all fail; in a steady allocate/free cycle, of repeated or random shapes, no root descent
@@ -42,7 +43,8 @@
 //! With `H = ⌊1.4405 · log2(capacity + 2)⌋` (the maximum AVL height, 25 for 2^17 slots), worst
 //! cases: [`insert`](ObjectTable::insert) ≤ 5·`H` steps (finger climb, neighbour descent,
 //! duplicate-userptr check, two insertions) plus 8 cache probes,
-//! [`insert_near`](ObjectTable::insert_near) two more climbs and 16 more probes;
+//! [`insert_near`](ObjectTable::insert_near) two more climbs and 16 more probes,
+//! [`insert_beside`](ObjectTable::insert_beside) two more climbs;
 //! [`remove`](ObjectTable::remove) and [`remove_retired`](ObjectTable::remove_retired) ≤ 3·`H`
 //! per tree plus 8 probes; [`retire`](ObjectTable::retire) and
 //! [`revive_with`](ObjectTable::revive_with) `O(1)`;
@@ -353,14 +355,11 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     }
 
     /// The in-order neighbours of a new object starting at `start` in the start index: next
-    /// to the object starting at one of the `near` addresses (through the address cache), or
-    /// to the finger, or else found by a descent from the root.
-    fn neighbours_of(&self, start: u64, near: [Option<u64>; 2]) -> (u32, u32) {
+    /// to one of the `near` slots (guesses), or to the finger, or else found by a descent from
+    /// the root.
+    fn neighbours_of(&self, start: u64, near: impl Iterator<Item = u32>) -> (u32, u32) {
         let t = self.starts();
-        near.into_iter()
-            .flatten()
-            .filter_map(|a| self.cached_start(a))
-            .chain(core::iter::once(self.finger))
+        near.chain(core::iter::once(self.finger))
             .find_map(|c| avl::neighbours_near(&t, start, c))
             .unwrap_or_else(|| avl::neighbours(&t, start))
     }
@@ -369,7 +368,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     fn check_new(
         &self,
         obj: &MemoryObject<T>,
-        near: [Option<u64>; 2],
+        near: impl Iterator<Item = u32>,
     ) -> Result<(u32, u32), Error> {
         if obj.size == 0 {
             return Err(Error::ZeroSize);
@@ -439,10 +438,40 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
         // The address cache's buckets for the new object load while the tree is searched.
         core::hint::black_box(self.touch_buckets(obj.start));
-        let (pred, succ) = match self.check_new(&obj, near) {
-            Ok(n) => n,
-            Err(e) => return Err((e, obj)),
-        };
+        let near = near.into_iter().flatten().filter_map(|a| self.cached_start(a));
+        match self.check_new(&obj, near) {
+            Ok((pred, succ)) => Ok(self.insert_checked(obj, pred, succ)),
+            Err(e) => Err((e, obj)),
+        }
+    }
+
+    /// As [`ObjectTable::insert_near`], given the likely neighbours as slot indexes
+    /// ([`MemoryHandle::index`], [`RetiredObject::index`]) instead of addresses — for instance
+    /// the owners an allocator recorded for the allocations beside the new one
+    /// ([`VaAllocator::neighbour_owners`](crate::memory::va::VaAllocator::neighbour_owners)):
+    /// no address cache lookup. Hints are only guesses, checked against the index; the result
+    /// never depends on them.
+    ///
+    /// # Errors
+    /// As [`ObjectTable::insert`].
+    #[expect(
+        clippy::result_large_err,
+        reason = "a rejected object is handed back to the caller (heapless style), not dropped"
+    )]
+    pub fn insert_beside(
+        &mut self,
+        obj: MemoryObject<T>,
+        near: [Option<u32>; 2],
+    ) -> Result<MemoryHandle, (Error, MemoryObject<T>)> {
+        core::hint::black_box(self.touch_buckets(obj.start));
+        match self.check_new(&obj, near.into_iter().flatten()) {
+            Ok((pred, succ)) => Ok(self.insert_checked(obj, pred, succ)),
+            Err(e) => Err((e, obj)),
+        }
+    }
+
+    /// Inserts an object [`ObjectTable::check_new`] accepted, between its in-order neighbours.
+    fn insert_checked(&mut self, obj: MemoryObject<T>, pred: u32, succ: u32) -> MemoryHandle {
         let i = if self.recycled != NIL {
             let i = self.recycled;
             self.recycled = self.slot(i).map_or(NIL, |s| s.next_free);
@@ -466,7 +495,7 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
             avl::insert(&mut self.users_mut(), i, u.addr);
         }
         self.live = self.live.saturating_add(1);
-        Ok(MemoryHandle { index: i, generation: self.slot(i).map_or(0, |s| s.generation) })
+        MemoryHandle { index: i, generation: self.slot(i).map_or(0, |s| s.generation) }
     }
 
     /// Removes an object and returns it.

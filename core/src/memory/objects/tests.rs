@@ -339,7 +339,7 @@ fn objects_cost() {
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// `near`: the hints of `insert_near` (see [`hint`]).
+    /// `near`: the hints of `insert_near`, or of `insert_beside` as slots (see [`hint`]).
     Insert {
         page: u64,
         pages: u64,
@@ -433,6 +433,16 @@ proptest! {
                 Op::Insert { page, pages, user, near } => {
                     let (start, size) = (BASE + page * P, pages * P);
                     let starts: BTreeSet<u64> = m.keys().chain(retired.keys()).copied().collect();
+                    // Every other insertion names its hints by slot (`insert_beside`): the slot
+                    // of the object at the hinted start, else any slot, in range or not.
+                    let by_slot = near[0].1 % 2 == 1;
+                    let slots = near.map(|(kind, pick)| {
+                        hint(&starts, start, (kind, pick)).map(|a| {
+                            m.get(&a).map(|e| e.handle.index())
+                                .or_else(|| retired.get(&a).map(|r| r.0.index()))
+                                .unwrap_or((pick % (cap + 3)) as u32)
+                        })
+                    });
                     let near = near.map(|h| hint(&starts, start, h));
                     let overlap = m.range(..start + size).next_back().is_some_and(|(&s, e)| s + e.size > start)
                         || retired.range(..start + size).next_back().is_some_and(|(&s, e)| s + e.1 > start);
@@ -440,7 +450,9 @@ proptest! {
                     if let Some((a, l)) = user {
                         o = o.with_userptr(a, l);
                     }
-                    match t.insert_near(o, near) {
+                    let inserted =
+                        if by_slot { t.insert_beside(o, slots) } else { t.insert_near(o, near) };
+                    match inserted {
                         Ok(h) => {
                             prop_assert!(!overlap);
                             prop_assert!(user.is_none_or(|u| !user_taken(&m, u)));

@@ -48,7 +48,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
                         if self.state(prev) == State::Free {
                             return Err(Violation::UncoalescedFree { slot: prev });
                         }
-                        if s.links.height != 0 {
+                        if s.links.height != 0 || s.owner != NIL {
                             return Err(Violation::IndexMembership { slot: b });
                         }
                         free_blocks = free_blocks.saturating_add(1);

@@ -335,6 +335,8 @@ fn ranges() -> impl Strategy<Value = Vec<(u64, u64)>> {
 struct Model {
     live: BTreeMap<u64, u64>,
     ranges: Vec<(u64, u64)>,
+    /// Live allocations with an owner recorded (the owner is the address in pages).
+    owned: std::collections::BTreeSet<u64>,
 }
 
 impl Model {
@@ -352,6 +354,14 @@ impl Model {
             self.live.range(a + 1..b + s).next().map(|(&x, _)| x),
         ]
     }
+    /// The owners of the live allocations right before and after `a`, where recorded.
+    fn neighbour_owners(&self, a: u64) -> [Option<u32>; 2] {
+        self.neighbours(a).map(|n| n.filter(|x| self.owned.contains(x)).map(owner_of))
+    }
+    fn remove(&mut self, a: u64) -> Option<u64> {
+        self.owned.remove(&a);
+        self.live.remove(&a)
+    }
     fn largest_gap(&self) -> u64 {
         let mut best = 0;
         for &(b, s) in &self.ranges {
@@ -366,6 +376,11 @@ impl Model {
     }
 }
 
+/// The owner the tests record for the allocation at `a`.
+fn owner_of(a: u64) -> u32 {
+    (a / G) as u32
+}
+
 fn run_ops(
     va: &mut VaAllocator<Box<[VaSlot]>>,
     ranges: &[(u64, u64)],
@@ -376,7 +391,7 @@ fn run_ops(
     for &(b, s) in &ranges {
         va.add_range(b, s).unwrap();
     }
-    let mut m = Model { live: BTreeMap::new(), ranges: ranges.clone() };
+    let mut m = Model { live: BTreeMap::new(), ranges: ranges.clone(), owned: Default::default() };
     for op in ops {
         match *op {
             Op::Alloc { pages, align_shift, end_aligned } => {
@@ -390,6 +405,10 @@ fn run_ops(
                         prop_assert!(!m.overlaps(a, size), "overlap");
                         m.live.insert(a, size);
                         prop_assert_eq!(va.neighbour_allocations(block), m.neighbours(a));
+                        // Allocations by size get an owner; those at a fixed address none.
+                        prop_assert_eq!(va.neighbour_owners(block), m.neighbour_owners(a));
+                        prop_assert!(va.set_owner(block, owner_of(a)));
+                        m.owned.insert(a);
                     }
                     Err(Error::OutOfSpace { .. }) => {
                         let fit = VaAllocator::<[VaSlot; 1]>::guaranteed_fit(size, align).unwrap();
@@ -410,11 +429,14 @@ fn run_ops(
                         prop_assert_eq!(block.addr, addr);
                         m.live.insert(addr, size);
                         prop_assert_eq!(va.neighbour_allocations(block), m.neighbours(addr));
-                        // Once freed, a block has no neighbours.
+                        prop_assert_eq!(va.neighbour_owners(block), m.neighbour_owners(addr));
+                        // Once freed, a block has no neighbours and takes no owner.
                         if size == G {
                             prop_assert_eq!(va.free_block(block), Ok(size));
                             prop_assert_eq!(va.neighbour_allocations(block), [None, None]);
-                            m.live.remove(&addr);
+                            prop_assert_eq!(va.neighbour_owners(block), [None, None]);
+                            prop_assert!(!va.set_owner(block, 1));
+                            m.remove(addr);
                         }
                     }
                     Err(Error::CapacityExhausted { .. }) if !strict_capacity => {}
@@ -428,12 +450,12 @@ fn run_ops(
             Op::Free { pick } => {
                 if let Some((&a, &s)) = m.live.iter().nth(pick % m.live.len().max(1)) {
                     prop_assert_eq!(va.free(a), Ok(s));
-                    m.live.remove(&a);
+                    m.remove(a);
                 }
             }
             Op::FreeRandom { page } => {
                 let addr = BASE + page * G;
-                match m.live.remove(&addr) {
+                match m.remove(addr) {
                     Some(s) => prop_assert_eq!(va.free(addr), Ok(s)),
                     None => prop_assert_eq!(va.free(addr), Err(Error::UnknownAddress { addr })),
                 }
