@@ -109,6 +109,12 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
         if o.payload.mapping.as_ref().is_some_and(SharedMemory::is_shared) {
             return Err(memory::Error::MappingInUse { addr });
         }
+        let node = o.node;
+        if o.kind == MemoryKind::Scratch && self.scratch_slices.count(node) != 0 {
+            // A slice mapped (or being mapped) since the slices were removed.
+            return Err(memory::Error::Busy { addr });
+        }
+        let o = self.objects.get_mut(handle)?;
         o.payload.busy = true;
         let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
         // Allocations the recycle cache may keep complete their free without the lock.
@@ -161,6 +167,18 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Frees an object, or drops one registration of registered user memory.
     pub(super) fn release(&self, target: Target) -> Result<(), Error> {
+        // A scratch range's slices go first (libhsakmt's `fmm_release_scratch`).
+        let scratch = {
+            let st = self.memory.lock();
+            match target {
+                Target::Handle(h) => Some(h),
+                Target::Address(addr) => st.find_named(addr),
+            }
+            .filter(|&h| st.objects.get(h).is_ok_and(|o| o.kind == MemoryKind::Scratch))
+        };
+        if let Some(h) = scratch {
+            self.remove_slices(h)?;
+        }
         let step = self.memory.lock().begin_release(target)?;
         match step {
             Release::Counted => Ok(()),
