@@ -15,6 +15,7 @@ mod device;
 mod dispatch;
 mod event;
 mod misc;
+mod svm;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
