@@ -41,6 +41,7 @@ mod host;
 pub mod isa;
 mod kfd;
 mod mapping;
+mod process_maps;
 mod profile;
 mod sysfs;
 

@@ -119,7 +119,6 @@ pub(crate) struct DmaBuf {
     flags: u32,
 }
 
-
 /// Memory accounting of one GPU, for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GpuMemoryUsage {
@@ -664,7 +663,6 @@ impl Memory {
         self.xnack = want;
         Ok(())
     }
-
 
     /// Accounting of one GPU.
     pub(crate) fn usage(&self, gpu_id: u32) -> Option<GpuMemoryUsage> {

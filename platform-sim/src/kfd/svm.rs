@@ -4,8 +4,9 @@
 //!
 //! GPU access: a GPU reaches the application's own pages of a range that grants it access
 //! (`ACCESS` or `ACCESS_IN_PLACE`; with XNACK on, every range and the memory outside ranges,
-//! as amdkfd maps them on the GPU's retry fault), read-only when the range is `GPU_RO`,
-//! executable when `GPU_EXEC`. Prefetch and migration change only the recorded location: GPU
+//! as amdkfd maps them on the GPU's retry fault), read-only when the range is `GPU_RO` or the
+//! CPU mapping is not writable (kfdtest's ReadOnlyRangeTest), executable when `GPU_EXEC`;
+//! pages without a readable CPU mapping fault. Prefetch and migration change only the recorded location: GPU
 //! VA == CPU VA, so the pages stay the process's memory wherever the range "lives". Like
 //! registered memory, a range must stay mapped while a GPU uses it: the pages are checked to
 //! be mapped each time an address is resolved (pages unmapped since fault), and unmapping them
@@ -17,6 +18,7 @@ use hsakmt_hostmem as host;
 use hsakmt_hostmem::HostMapping;
 
 use super::memory::Memory;
+use crate::process_maps::host_access;
 
 /// The kernel's default SVM migration granularity (log2 pages).
 const SVM_DEFAULT_GRANULARITY: u32 = 9;
@@ -297,6 +299,9 @@ impl Memory {
             executable = false;
         }
         let first_page = va & !(PAGE - 1);
+        // As the CPU mapping allows: a fault where there is none, read-only where it is.
+        let host = host_access(first_page, end).ok_or(Errno::EFAULT)?;
+        read_only |= !host.writable;
         let size = usize::try_from(end - first_page).map_err(|_| Errno::EFAULT)?;
         let view = HostMapping::registered(first_page, size).map_err(|_| Errno::EFAULT)?;
         let mut flags = 0;
@@ -307,5 +312,79 @@ impl Memory {
             flags |= KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
         }
         Ok((view, va - first_page, flags))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kfd::memory::GpuMemory;
+    use hsakmt_core::platform::SharedMemory;
+    use hsakmt_hostmem::{map_anonymous, reserve};
+
+    const G0: u32 = 0x1000;
+    const G1: u32 = 0x2000;
+    const W: u32 = KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    const X: u32 = KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+
+    fn memory() -> Memory {
+        let gpu =
+            |gpu_id| GpuMemory { gpu_id, vram_size: 1 << 30, large_bar: true, xnack_capable: true };
+        Memory::new(vec![gpu(G0), gpu(G1)])
+    }
+
+    fn set(m: &mut Memory, start: u64, size: u64, attrs: &[(u32, u32)]) {
+        let op = KFD_IOCTL_SVM_OP_SET_ATTR;
+        let args = kfd_ioctl_svm_args { start_addr: start, size, op, ..Default::default() };
+        let mut a: Vec<kfd_ioctl_svm_attribute> = attrs
+            .iter()
+            .map(|&(r#type, value)| kfd_ioctl_svm_attribute { r#type, value })
+            .collect();
+        m.svm(&args, &mut a).unwrap();
+    }
+
+    fn flags(m: &mut Memory, gpu_id: u32, va: u64, len: u64) -> Result<u32, Errno> {
+        m.resolve(gpu_id, va, len).map(|(_, _, f)| f)
+    }
+
+    #[test]
+    fn gpus_reach_the_pages_of_ranges_they_may_access() {
+        let base = reserve(None, 8 * PAGE, PAGE).unwrap();
+        let pages = map_anonymous(base, 8 * PAGE).unwrap();
+        let mut m = memory();
+        assert_eq!(flags(&mut m, G0, base, 4), Err(Errno::EFAULT), "no range, XNACK off");
+        set(&mut m, base, 4 * PAGE, &[(KFD_IOCTL_SVM_ATTR_ACCESS, G0)]);
+        let ro_exec = KFD_IOCTL_SVM_FLAG_GPU_RO | KFD_IOCTL_SVM_FLAG_GPU_EXEC;
+        set(&mut m, base + 2 * PAGE, 2 * PAGE, &[(KFD_IOCTL_SVM_ATTR_SET_FLAGS, ro_exec)]);
+        // The application's own pages, at any offset.
+        let (view, offset, f) = m.resolve(G0, base + 8, 16).unwrap();
+        assert_eq!((view.addr() + offset, f), (base + 8, W));
+        view.write(offset as usize, &[7; 16]).unwrap();
+        let mut back = [0; 16];
+        pages.read(8, &mut back).unwrap();
+        assert_eq!(back, [7; 16]);
+        assert_eq!(flags(&mut m, G0, base + 2 * PAGE, PAGE), Ok(X), "GPU_RO, GPU_EXEC");
+        assert_eq!(flags(&mut m, G0, base + PAGE, 2 * PAGE), Ok(0), "the strictest piece wins");
+        // Another GPU, past the range's end, and a range with no access fault.
+        assert_eq!(flags(&mut m, G1, base, 4), Err(Errno::EFAULT));
+        assert_eq!(flags(&mut m, G0, base + 3 * PAGE, 2 * PAGE), Err(Errno::EFAULT));
+        set(&mut m, base + 6 * PAGE, PAGE, &[(KFD_IOCTL_SVM_ATTR_NO_ACCESS, G0)]);
+        // XNACK on: memory outside ranges too (default attributes: not executable), but not
+        // ranges that deny the GPU access.
+        m.xnack = true;
+        assert_eq!(flags(&mut m, G0, base + 3 * PAGE, 2 * PAGE), Ok(0));
+        assert_eq!(flags(&mut m, G1, base + 4 * PAGE, PAGE), Ok(W));
+        assert_eq!(flags(&mut m, G1, base, 4), Err(Errno::EFAULT));
+        assert_eq!(flags(&mut m, G0, base + 5 * PAGE, 2 * PAGE), Err(Errno::EFAULT));
+        assert_eq!(flags(&mut m, 0x3000, base, 4), Err(Errno::EFAULT), "unknown GPU");
+        assert_eq!(flags(&mut m, G0, base, 0), Err(Errno::EFAULT), "empty");
+        // The CPU mapping's protection: a read-only page (of this program's constants) is
+        // read-only for the GPU too.
+        static CONSTANT: [u64; 1] = [0x5a5a];
+        let ro = std::ptr::addr_of!(CONSTANT) as u64 & !(PAGE - 1);
+        set(&mut m, ro, PAGE, &[(KFD_IOCTL_SVM_ATTR_ACCESS, G0)]);
+        assert_eq!(flags(&mut m, G0, ro, PAGE).map(|f| f & W), Ok(0));
+        drop(pages);
+        hsakmt_hostmem::release(base, 8 * PAGE).unwrap();
     }
 }
