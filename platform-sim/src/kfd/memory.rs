@@ -29,6 +29,7 @@ use hsakmt_hostmem::HostMapping;
 
 use crate::mapping::SimMapping;
 
+use super::dmabuf::DmaBufs;
 use super::svm::SvmRange;
 
 /// Where DRM mmap offsets of buffers start (`DRM_FILE_PAGE_OFFSET_START` pages).
@@ -41,8 +42,6 @@ const KFD_MMAP_TYPE_MMIO: u64 = 0x0 << 62;
 const KFD_MMAP_GPU_ID_SHIFT: u64 = 46;
 /// A process's doorbell slice on gfx9+ (1024 queues × 8-byte doorbells).
 pub const DOORBELL_SLICE: u64 = 1024 * 8;
-/// Descriptors the simulator hands out for dma-bufs start here; they are not real descriptors.
-pub const DMABUF_FD_BASE: u32 = 20_000;
 /// The GPU VM's size: `amdgpu_vm_verify_parameters` refuses a mapping whose last page is at
 /// or above `max_pfn` (2^36 pages of a 48-bit, 4-level gfx9+ VM).
 pub(crate) const VM_LIMIT: u64 = 1 << 48;
@@ -110,15 +109,6 @@ impl Bo {
     }
 }
 
-/// A simulated dma-buf: its own mapping of the exported pages.
-#[derive(Debug)]
-pub(crate) struct DmaBuf {
-    memory: HostMapping,
-    size: u64,
-    gpu_id: u32,
-    flags: u32,
-}
-
 /// Memory accounting of one GPU, for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GpuMemoryUsage {
@@ -161,8 +151,7 @@ pub(crate) struct Memory {
     idr_next: HashMap<u32, u32>,
     idr_free: HashMap<u32, BTreeSet<u32>>,
     next_offset: u64,
-    dmabufs: HashMap<u32, DmaBuf>,
-    next_fd: u32,
+    dmabufs: DmaBufs,
     pub(super) svm: Vec<SvmRange>,
     pub(crate) xnack: bool,
     pub(crate) scratch: HashMap<u32, u64>,
@@ -183,7 +172,7 @@ const fn handle_gpu(handle: u64) -> u32 {
 
 impl Memory {
     pub(crate) fn new(gpus: Vec<GpuMemory>) -> Self {
-        Self { gpus, next_offset: DRM_OFFSET_BASE, next_fd: DMABUF_FD_BASE, ..Self::default() }
+        Self { gpus, next_offset: DRM_OFFSET_BASE, ..Self::default() }
     }
 
     fn gpu(&self, gpu_id: u32) -> Result<&GpuMemory, Errno> {
@@ -199,11 +188,9 @@ impl Memory {
     pub(crate) fn reset(&mut self) {
         let gpus = std::mem::take(&mut self.gpus);
         let dmabufs = std::mem::take(&mut self.dmabufs);
-        let next_fd = self.next_fd;
         let maps = self.device_maps;
         *self = Self::new(gpus);
         self.dmabufs = dmabufs;
-        self.next_fd = next_fd;
         self.device_maps = maps;
     }
 
@@ -470,10 +457,7 @@ impl Memory {
         }
         let (size, gpu_id, flags) = (bo.size, bo.gpu_id, bo.flags);
         let memory = bo.backing()?.duplicate(None)?;
-        let fd = self.next_fd;
-        self.next_fd += 1;
-        self.dmabufs.insert(fd, DmaBuf { memory, size, gpu_id, flags });
-        args.dmabuf_fd = fd;
+        args.dmabuf_fd = self.dmabufs.export(memory, size, gpu_id, flags)?;
         Ok(())
     }
 
@@ -482,7 +466,7 @@ impl Memory {
         &self,
         args: &mut kfd_ioctl_get_dmabuf_info_args,
     ) -> Result<(), Errno> {
-        let d = self.dmabufs.get(&args.dmabuf_fd).ok_or(Errno::EBADF)?;
+        let d = self.dmabufs.get(args.dmabuf_fd)?;
         args.size = d.size;
         args.gpu_id = d.gpu_id;
         args.flags = d.flags;
@@ -497,7 +481,7 @@ impl Memory {
         vm: bool,
     ) -> Result<(), Errno> {
         self.gpu(args.gpu_id)?;
-        let d = self.dmabufs.get(&args.dmabuf_fd).ok_or(Errno::EBADF)?;
+        let d = self.dmabufs.get(args.dmabuf_fd)?;
         if !vm {
             return Err(Errno::ENODEV);
         }
@@ -535,9 +519,10 @@ impl Memory {
         Ok(())
     }
 
-    /// Closing a descriptor: a dma-buf goes (the buffers importing it keep their own mapping).
+    /// Closing a descriptor the library was handed by `EXPORT_DMABUF`: the dma-buf goes (the
+    /// buffers importing it keep their own mapping).
     pub(crate) fn close_fd(&mut self, fd: u32) {
-        self.dmabufs.remove(&fd);
+        self.dmabufs.close(fd);
     }
 
     /// A CPU mapping of a buffer through its render node at its DRM mmap offset.
@@ -708,6 +693,6 @@ impl Memory {
 
     /// Live dma-bufs.
     pub(crate) fn dmabuf_count(&self) -> usize {
-        self.dmabufs.len()
+        self.dmabufs.count()
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod smi;
 mod cp_hooks;
 mod device;
 mod dispatch;
+mod dmabuf;
 mod event;
 mod misc;
 mod svm;
