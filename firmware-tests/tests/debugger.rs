@@ -82,7 +82,8 @@ fn a_debugger_session_from_attach_to_detach() {
         Errno::ESRCH
     );
     // The notification descriptor must be open.
-    assert_eq!(errno(&d.enable(ExceptionMask::ALL, 77).unwrap_err()), Errno::EBADF);
+    let closed = i32::MAX.cast_unsigned();
+    assert_eq!(errno(&d.enable(ExceptionMask::ALL, closed).unwrap_err()), Errno::EBADF);
 
     // Attach, subscribed to everything.
     let info = d.enable(ExceptionMask::ALL, w).unwrap();
@@ -459,4 +460,31 @@ fn deprecated_debugger_calls_answer_as_upstream() {
         let e = r.unwrap_err();
         assert_eq!(e.kind().status(), hsakmt_core::error::HsakmtStatus::NotImplemented);
     }
+}
+
+/// The notification descriptor may be the process's own (kfdtest's `BaseDebug::Attach` passes
+/// a FIFO it opened): the simulator writes its `'.'` there, where the debugger polls.
+#[test]
+fn notifications_reach_a_descriptor_of_the_process() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let kfd = open("mi308x-8gpu-cpx");
+    let d = kfd.debugger(kfd.platform().process_id());
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    d.enable(ExceptionMask::ALL, writer.as_raw_fd().cast_unsigned()).unwrap();
+    std::thread::scope(|s| {
+        let runtime = s.spawn(|| kfd.runtime_enable(0x1000, true));
+        let mut pfd = libc::pollfd { fd: reader.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let ready = unsafe { libc::poll(&raw mut pfd, 1, 5000) };
+        assert_eq!(ready, 1, "EC_PROCESS_RUNTIME written to the process's pipe");
+        let mut byte = [0u8; 1];
+        reader.read_exact(&mut byte).unwrap();
+        assert_eq!(&byte, b".");
+        d.acknowledge_runtime().unwrap();
+        runtime.join().unwrap().unwrap();
+    });
+    d.disable().unwrap();
+    kfd.runtime_disable().unwrap();
+    drop(writer);
 }
