@@ -109,12 +109,10 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
         if o.payload.mapping.as_ref().is_some_and(SharedMemory::is_shared) {
             return Err(memory::Error::MappingInUse { addr });
         }
-        let node = o.node;
-        if o.kind == MemoryKind::Scratch && self.scratch_slices.count(node) != 0 {
+        if o.kind == MemoryKind::Scratch && self.scratch_slices.count(o.node) != 0 {
             // A slice mapped (or being mapped) since the slices were removed.
             return Err(memory::Error::Busy { addr });
         }
-        let o = self.objects.get_mut(handle)?;
         o.payload.busy = true;
         let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
         // Allocations the recycle cache may keep complete their free without the lock.

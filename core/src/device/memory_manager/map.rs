@@ -64,14 +64,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         // is two registrations.
         let exact = (size != 0).then(|| self.objects.find_userptr(addr, size)).flatten();
         let named = exact.or_else(|| self.find_named(addr));
-        // A scratch range is mapped in slices, named by any address inside it.
-        let scratch = match named {
-            Some(h) => {
-                self.objects.get(h).is_ok_and(|o| o.kind == MemoryKind::Scratch).then_some(h)
-            }
-            None => self.scratch_containing(addr),
-        };
-        if let Some(h) = scratch {
+        if let Some(h) = self.scratch_named(named, addr) {
             let plan = self.plan_slice_map(h, addr, size)?;
             return Ok((h, plan.map_or(MapStep::Done(addr), MapStep::Scratch)));
         }
@@ -200,13 +193,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let (h, handles, mapped) = {
             let mut st = self.memory.lock();
             let named = st.find_named(addr);
-            let scratch = match named {
-                Some(h) => {
-                    st.objects.get(h).is_ok_and(|o| o.kind == MemoryKind::Scratch).then_some(h)
-                }
-                None => st.scratch_containing(addr),
-            };
-            if let Some(h) = scratch {
+            if let Some(h) = st.scratch_named(named, addr) {
                 drop(st);
                 return self.unmap_slice(h, addr);
             }

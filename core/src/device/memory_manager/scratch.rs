@@ -42,6 +42,21 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         (self.objects.get(h).ok()?.kind == MemoryKind::Scratch).then_some(h)
     }
 
+    /// The scratch range a map or unmap of `addr` is about, given the object `named` by that
+    /// address (a scratch range is named by any address inside it).
+    pub(super) fn scratch_named(
+        &self,
+        named: Option<MemoryHandle>,
+        addr: u64,
+    ) -> Option<MemoryHandle> {
+        match named {
+            Some(h) => {
+                self.objects.get(h).is_ok_and(|o| o.kind == MemoryKind::Scratch).then_some(h)
+            }
+            None => self.scratch_containing(addr),
+        }
+    }
+
     /// Plans mapping the slice `[addr, addr + size)` of the scratch range `h`: `Ok(None)` when
     /// that very slice is mapped already, else the slice to create (now busy).
     pub(super) fn plan_slice_map(
