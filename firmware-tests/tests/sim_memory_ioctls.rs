@@ -289,3 +289,36 @@ fn ioctls_newer_than_the_kernel_do_not_exist() {
     sim.ioctl(&mut Ioctl::AvailableMemory(&mut a)).unwrap();
     assert_eq!(a.available, sim.memory_usage(g).unwrap().vram_size);
 }
+
+#[test]
+fn freeing_the_doorbell_buffer_forgets_its_page() {
+    let (sim, g, _) = device(SimPlatform::builder().build());
+    let va = reserve(None, 4 * DOORBELL_SLICE, 4096).unwrap();
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL;
+    let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: va,
+        size: DOORBELL_SLICE,
+        gpu_id: g,
+        flags,
+        ..Default::default()
+    };
+    sim.ioctl(&mut Ioctl::AllocMemoryOfGpu(&mut a)).unwrap();
+    let page = sim.map_kfd(a.mmap_offset, DOORBELL_SLICE, Some(va), Access::ReadWrite).unwrap();
+    assert_eq!(page.addr(), va);
+    assert_eq!(sim.doorbell_pages(), 1, "the processors watch the page");
+    drop(page);
+    free(&sim, a.handle).unwrap();
+    assert_eq!(sim.doorbell_pages(), 0, "no view outlives the buffer");
+    // The address is the process's reservation again: its allocator may place anything there
+    // (with the view left behind, this was refused: a live mapping holds the range).
+    let reused = map_anonymous(va, DOORBELL_SLICE).unwrap();
+    reused.write(0, &[1]).unwrap();
+    drop(reused);
+    // The same again at the same address, as a retried first queue does.
+    sim.ioctl(&mut Ioctl::AllocMemoryOfGpu(&mut a)).unwrap();
+    let page = sim.map_kfd(a.mmap_offset, DOORBELL_SLICE, Some(va), Access::ReadWrite).unwrap();
+    assert_eq!(sim.doorbell_pages(), 1);
+    drop(page);
+    free(&sim, a.handle).unwrap();
+    hsakmt_hostmem::release(va, 4 * DOORBELL_SLICE).unwrap();
+}

@@ -89,6 +89,7 @@ mod tests {
 
     #[test]
     fn caches_the_pid() {
+        let _serial = crate::serial_test();
         let c = PidCache::new();
         assert_eq!(c.get(), std::process::id());
         assert_eq!(c.get(), std::process::id());

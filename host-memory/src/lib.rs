@@ -10,6 +10,8 @@
 //!   private or shared memory at an address inside a reservation, shared memory anywhere, a
 //!   mapping of a device file, a second mapping of shared pages, a view of memory an application
 //!   registered; bounds-checked copies between mappings.
+//! - [`placed`] (feature `std`): the registry of live mappings placed inside reservations,
+//!   which lets a reservation be released before or after the mappings in it are dropped.
 //! - [`counting`] (feature `std`): [`CountingAllocator`], the system allocator counting its
 //!   allocations (how the benchmarks prove a hot path allocates nothing).
 //! - [`fork`]: [`PidCache`], the process id cached in a page a fork wipes (fork detection
@@ -32,6 +34,8 @@ pub mod counting;
 pub mod fork;
 #[cfg(feature = "std")]
 pub mod mapping;
+#[cfg(feature = "std")]
+pub mod placed;
 pub mod space;
 
 #[cfg(feature = "std")]
@@ -40,6 +44,17 @@ pub use fork::PidCache;
 #[cfg(feature = "std")]
 pub use mapping::{HostMapping, map_anonymous, map_fd, map_shared, map_shared_anywhere};
 pub use space::{PAGE_SIZE, is_mapped, release, reserve};
+
+#[cfg(test)]
+extern crate std;
+
+/// Serialises this crate's tests that map or unmap: a test that releases a range and then
+/// looks at it would otherwise see another test thread's mapping the kernel placed there.
+#[cfg(test)]
+fn serial_test() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Core's errno for a rustix one.
 fn errno(e: rustix::io::Errno) -> hsakmt_core::error::Errno {

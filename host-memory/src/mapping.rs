@@ -11,6 +11,7 @@ use rustix::fd::BorrowedFd;
 use rustix::mm::{Advice, MapFlags, ProtFlags};
 
 use crate::errno;
+use crate::placed;
 use crate::space::{PAGE_SIZE, is_mapped};
 
 fn prot(access: Access) -> ProtFlags {
@@ -40,25 +41,12 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let p = self.addr as *mut c_void;
         match self.on_drop {
-            OnDrop::Reserve => {
-                // SAFETY: this range was mapped by us at creation and no view of it survives
-                // (this is the last clone); replacing it with a fresh PROT_NONE anonymous
-                // mapping keeps the aperture's reservation intact.
-                let _ = unsafe {
-                    rustix::mm::mmap_anonymous(
-                        p,
-                        self.len,
-                        ProtFlags::empty(),
-                        MapFlags::PRIVATE | MapFlags::FIXED | MapFlags::NORESERVE,
-                    )
-                };
-            }
+            OnDrop::Reserve => placed::unplace(self.addr, self.len),
             OnDrop::Unmap => {
-                // SAFETY: as above, the range is ours and unobserved; unmapping it cannot
-                // invalidate any live reference.
-                let _ = unsafe { rustix::mm::munmap(p, self.len) };
+                // SAFETY: the range is ours (the kernel chose it) and unobserved, this being
+                // the last clone; unmapping it cannot invalidate any live reference.
+                let _ = unsafe { rustix::mm::munmap(self.addr as *mut c_void, self.len) };
             }
             OnDrop::Keep => {}
         }
@@ -121,29 +109,34 @@ impl HostMapping {
     pub fn duplicate(&self, at: Option<u64>) -> Result<Self, Errno> {
         let old = self.0.addr as *mut c_void;
         let len = self.0.len;
-        let (p, on_drop) = match at {
-            // SAFETY: `mremap` with an old size of 0 creates a second mapping of the same
-            // shared pages and leaves the original untouched; the target is one of our own
-            // PROT_NONE reservations, so no live Rust reference is replaced.
-            Some(a) => (
-                unsafe {
-                    rustix::mm::mremap_fixed(
-                        old,
-                        0,
-                        len,
-                        rustix::mm::MremapFlags::MAYMOVE,
-                        a as *mut c_void,
-                    )
-                },
-                OnDrop::Reserve,
-            ),
-            // SAFETY: as above, at an address the kernel chooses (it aliases nothing).
-            None => (
-                unsafe { rustix::mm::mremap(old, 0, len, rustix::mm::MremapFlags::MAYMOVE) },
-                OnDrop::Unmap,
-            ),
-        };
-        Ok(Self::new(p.map_err(errno)?, len, on_drop))
+        match at {
+            Some(a) => {
+                let p = placed::place(a, len, || {
+                    // SAFETY: `mremap` with an old size of 0 creates a second mapping of the
+                    // same shared pages and leaves the original untouched; the target lies in
+                    // one of our own reservations where the registry holds no live mapping, so
+                    // no live Rust reference is replaced.
+                    unsafe {
+                        rustix::mm::mremap_fixed(
+                            old,
+                            0,
+                            len,
+                            rustix::mm::MremapFlags::MAYMOVE,
+                            a as *mut c_void,
+                        )
+                    }
+                    .map_err(errno)
+                })?;
+                Ok(Self::new(p, len, OnDrop::Reserve))
+            }
+            None => {
+                // SAFETY: as above, at an address the kernel chooses (it aliases nothing).
+                let p =
+                    unsafe { rustix::mm::mremap(old, 0, len, rustix::mm::MremapFlags::MAYMOVE) }
+                        .map_err(errno)?;
+                Ok(Self::new(p, len, OnDrop::Unmap))
+            }
+        }
     }
 
     /// Copies `len` bytes from byte `src_offset` of `src` to byte `dst_offset` of `dst`, with
@@ -239,15 +232,42 @@ pub fn map_fd(
     dont_fork: bool,
 ) -> Result<HostMapping, Errno> {
     let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
-    let (hint, flags, on_drop) = match addr {
-        Some(a) => (a as *mut c_void, MapFlags::SHARED | MapFlags::FIXED, OnDrop::Reserve),
-        None => (core::ptr::null_mut(), MapFlags::SHARED, OnDrop::Unmap),
+    let m = match addr {
+        Some(a) => {
+            let p = placed::place(a, len, || {
+                // SAFETY: the MAP_FIXED target lies in one of our own reservations where the
+                // registry holds no live mapping, so no live Rust reference is replaced.
+                unsafe {
+                    rustix::mm::mmap(
+                        a as *mut c_void,
+                        len,
+                        prot(access),
+                        MapFlags::SHARED | MapFlags::FIXED,
+                        fd,
+                        offset,
+                    )
+                }
+                .map_err(errno)
+            })?;
+            HostMapping::new(p, len, OnDrop::Reserve)
+        }
+        None => {
+            // SAFETY: a fresh mapping where the kernel chooses; it aliases nothing.
+            let p = unsafe {
+                rustix::mm::mmap(
+                    core::ptr::null_mut(),
+                    len,
+                    prot(access),
+                    MapFlags::SHARED,
+                    fd,
+                    offset,
+                )
+            }
+            .map_err(errno)?;
+            HostMapping::new(p, len, OnDrop::Unmap)
+        }
     };
-    // SAFETY: with MAP_FIXED the target range is one of our own PROT_NONE reservations (core's
-    // aperture bookkeeping hands out each range once), so no live Rust reference is replaced.
-    let p =
-        unsafe { rustix::mm::mmap(hint, len, prot(access), flags, fd, offset) }.map_err(errno)?;
-    let m = HostMapping::new(p, len, on_drop);
+    let p = m.0.addr as *mut c_void;
     if dont_fork {
         // SAFETY: the range was just mapped by us.
         unsafe { rustix::mm::madvise(p, len, Advice::LinuxDontFork) }.map_err(errno)?;
@@ -277,16 +297,18 @@ pub fn map_shared(addr: u64, size: u64) -> Result<HostMapping, Errno> {
 /// `sharing` says, marked `MADV_DONTFORK`.
 fn map_anonymous_at(addr: u64, size: u64, sharing: MapFlags) -> Result<HostMapping, Errno> {
     let len = usize::try_from(size).map_err(|_| Errno::ENOMEM)?;
-    // SAFETY: as for `map_fd`: the target is our own reservation.
-    let p = unsafe {
-        rustix::mm::mmap_anonymous(
-            addr as *mut c_void,
-            len,
-            ProtFlags::READ | ProtFlags::WRITE,
-            sharing | MapFlags::FIXED,
-        )
-    }
-    .map_err(errno)?;
+    let p = placed::place(addr, len, || {
+        // SAFETY: as for `map_fd`: the target lies in our own reservation, under no live mapping.
+        unsafe {
+            rustix::mm::mmap_anonymous(
+                addr as *mut c_void,
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                sharing | MapFlags::FIXED,
+            )
+        }
+        .map_err(errno)
+    })?;
     let m = HostMapping::new(p, len, OnDrop::Reserve);
     // SAFETY: the range was just mapped by us.
     unsafe { rustix::mm::madvise(p, len, Advice::LinuxDontFork) }.map_err(errno)?;
@@ -322,6 +344,7 @@ mod tests {
 
     #[test]
     fn reserve_back_and_release() {
+        let _serial = crate::serial_test();
         let size = 8 << 20;
         let base = reserve(None, size, 2 << 20).unwrap();
         assert_eq!(base % (2 << 20), 0);
@@ -351,6 +374,7 @@ mod tests {
 
     #[test]
     fn shared_memory_duplicates_and_outlives_the_original() {
+        let _serial = crate::serial_test();
         let size = 4 << 20;
         let base = reserve(None, size, 2 << 20).unwrap();
         assert!(is_mapped(base, size), "a reservation is mapped (PROT_NONE)");
@@ -387,6 +411,7 @@ mod tests {
 
     #[test]
     fn registered_views_check_the_range() {
+        let _serial = crate::serial_test();
         let owner = reserve(None, 16384, 4096).unwrap();
         let owned = map_anonymous(owner, 8192).unwrap();
         // Inside one page, 8-aligned but not page-aligned: fine.
@@ -412,6 +437,7 @@ mod tests {
 
     #[test]
     fn copies_check_bounds_and_allow_overlap() {
+        let _serial = crate::serial_test();
         let a = map_shared_anywhere(8192).unwrap();
         let b = map_shared_anywhere(4096).unwrap();
         a.write(0, b"abcdefgh").unwrap();

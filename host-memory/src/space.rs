@@ -62,19 +62,28 @@ pub fn reserve(hint: Option<u64>, size: u64, align: u64) -> Result<u64, Errno> {
 
 /// Unmaps a reserved range.
 ///
-/// Every [`HostMapping`](crate::HostMapping) placed inside the range must be gone first, the
-/// clones a device model keeps included: the last clone of one puts a `PROT_NONE` reservation
-/// back over its range when it drops, and after a release that range may belong to another
-/// mapping of the process by then (the simulator forgets its views of a process's memory when
-/// the process closes `/dev/kfd`, before core releases its apertures).
+/// With the `std` feature, the [`HostMapping`](crate::HostMapping)s placed inside the range
+/// that still live keep their pages: they are unmapped when their last clone drops instead of
+/// being reserved again (see [`placed`](crate::placed)), so a device model may drop its
+/// mappings before or after the release.
 ///
 /// # Errors
-/// `EINVAL` for an unaligned or empty range.
+/// `EINVAL` for an unaligned or empty range; `EBUSY` when a live mapping reaches across an end
+/// of the range (nothing is unmapped).
 pub fn release(addr: u64, size: u64) -> Result<(), Errno> {
+    let addr = usize::try_from(addr).map_err(|_| Errno::EINVAL)?;
     let size = usize::try_from(size).map_err(|_| Errno::EINVAL)?;
-    // SAFETY: the caller (core's aperture bookkeeping) only releases ranges it reserved and no
-    // longer maps; munmap of PROT_NONE memory cannot invalidate live references.
-    unsafe { rustix::mm::munmap(addr as *mut c_void, size) }.map_err(errno)
+    #[cfg(feature = "std")]
+    {
+        crate::placed::release(addr, size)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        // SAFETY: the caller (core's aperture bookkeeping) only releases ranges it reserved;
+        // without `std` there are no mappings placed in them, and munmap of PROT_NONE memory
+        // cannot invalidate live references.
+        unsafe { rustix::mm::munmap(addr as *mut c_void, size) }.map_err(errno)
+    }
 }
 
 /// Whether every page of `[addr, addr + size)` is mapped (with any protection), asked with
@@ -96,6 +105,7 @@ mod tests {
 
     #[test]
     fn reserve_at_a_free_hint_and_release() {
+        let _serial = crate::serial_test();
         let size = 8 << 20;
         let base = reserve(None, size, 2 << 20).unwrap();
         assert_eq!(base % (2 << 20), 0);
@@ -110,6 +120,7 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_errors() {
+        let _serial = crate::serial_test();
         assert_eq!(reserve(None, 0, 4096), Err(Errno::EINVAL));
         assert_eq!(reserve(None, 4096, 3 << 12), Err(Errno::EINVAL));
         assert!(!is_mapped(1, 4096));

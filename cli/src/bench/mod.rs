@@ -70,7 +70,7 @@ pub(crate) struct BenchArgs {
     /// goals are reported but not enforced (nor re-measured); count goals are.
     #[arg(long, conflicts_with = "scale")]
     quick: bool,
-    /// Submits `--packets` NOP packets through one AQL submit path (`1p`, `1p.mp` or `floor`)
+    /// Submits `--packets` NOP packets through one AQL submit path (`1p`, `1p.mp`, `floor` or `floor.mp`)
     /// over plain memory and exits, untimed: what `cargo xtask bench` runs under cachegrind
     /// twice, with two counts, for instructions per packet.
     #[arg(long, hide = true, value_name = "PATH")]

@@ -41,6 +41,14 @@ impl Doorbells {
         *self.page.write().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// Forgets the doorbell page if it is the one mapped at `addr` (its buffer was freed).
+    pub(crate) fn forget_page_at(&self, addr: u64) {
+        let mut page = self.page.write().unwrap_or_else(PoisonError::into_inner);
+        if page.as_ref().is_some_and(|p| p.addr() == addr) {
+            *page = None;
+        }
+    }
+
     /// Whether a doorbell page of the process is watched.
     pub(crate) fn has_page(&self) -> bool {
         self.page.read().unwrap_or_else(PoisonError::into_inner).is_some()

@@ -70,7 +70,15 @@ impl KfdModel {
                 self.events.wait(args, events)
             }
             Ioctl::AllocMemoryOfGpu(a) => lock(&self.memory).alloc(a, vm(a.gpu_id)),
-            Ioctl::FreeMemoryOfGpu(a) => lock(&self.memory).free(a),
+            Ioctl::FreeMemoryOfGpu(a) => {
+                let freed_doorbell = lock(&self.memory).free(a)?;
+                if let Some((gpu_id, va)) = freed_doorbell
+                    && let Some(doorbells) = self.gpu.doorbells(gpu_id)
+                {
+                    doorbells.forget_page_at(va);
+                }
+                Ok(())
+            }
             Ioctl::MapMemoryToGpu { args, devices } => lock(&self.memory).map(args, devices, vm),
             Ioctl::UnmapMemoryFromGpu { args, devices } => lock(&self.memory).unmap(args, devices),
             Ioctl::AvailableMemory(a) => lock(&self.memory).available(a),

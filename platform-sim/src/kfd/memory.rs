@@ -314,8 +314,13 @@ impl Memory {
         Ok(())
     }
 
-    /// `kfd_ioctl_free_memory_of_gpu`.
-    pub(crate) fn free(&mut self, args: &kfd_ioctl_free_memory_of_gpu_args) -> Result<(), Errno> {
+    /// `kfd_ioctl_free_memory_of_gpu`. For a doorbell buffer, its GPU and address: the caller
+    /// forgets the doorbell page viewed there (the view must not outlive the buffer, or it
+    /// would keep the address mapped after the process's allocator reused it).
+    pub(crate) fn free(
+        &mut self,
+        args: &kfd_ioctl_free_memory_of_gpu_args,
+    ) -> Result<Option<(u32, u64)>, Errno> {
         if self.signal_handle == Some(args.handle) {
             // "Free signal BO is not allowed"
             return Err(Errno::EPERM);
@@ -337,7 +342,7 @@ impl Memory {
             self.by_offset.remove(&bo.mmap_offset);
         }
         self.idr_free.entry(bo.gpu_id).or_default().insert(args.handle as u32);
-        Ok(())
+        Ok((bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0).then_some((bo.gpu_id, bo.va)))
     }
 
     /// `kfd_ioctl_map_memory_to_gpu`; `vm` says whether a gpu_id's VM was acquired.
