@@ -105,9 +105,11 @@ impl KfdModel {
             }
             KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE => {
                 let mut o = a.op_args.launch_override();
-                self.set_launch_override(&mut o)?;
+                let r = self.set_launch_override(&mut o);
+                // The supported mask reaches the caller even with EACCES (kfd_ioctl copies the
+                // argument back whatever the result): how a debugger learns what to ask.
                 a.op_args = o.into();
-                Ok(())
+                r
             }
             KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE => {
                 let mode = a.op_args.launch_mode().launch_mode;
@@ -310,16 +312,16 @@ impl KfdModel {
                 return Err(refusal);
             }
         }
-        if o.support_request_mask & !supported != 0 {
+        let request = o.support_request_mask;
+        o.support_request_mask = supported;
+        if request & !supported != 0 {
             return Err(Errno::EACCES);
         }
         let mut s = self.debug.lock();
         let prev = s.trap_override.1;
-        let request = o.support_request_mask;
         let next = (o.enable_mask & request) | (prev & !request);
         s.trap_override = (o.override_mode, next);
         o.enable_mask = prev;
-        o.support_request_mask = supported;
         Ok(())
     }
 
