@@ -472,15 +472,16 @@ fn notifications_reach_a_descriptor_of_the_process() {
     let d = kfd.debugger(kfd.platform().process_id());
     let (mut reader, writer) = std::io::pipe().unwrap();
     d.enable(ExceptionMask::ALL, writer.as_raw_fd().cast_unsigned()).unwrap();
+    // The pipe is read on a thread of its own, so a missing notification fails the test.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut byte = [0u8; 1];
+        let _ = tx.send(reader.read_exact(&mut byte).map(|()| byte));
+    });
     std::thread::scope(|s| {
         let runtime = s.spawn(|| kfd.runtime_enable(0x1000, true));
-        let mut pfd = libc::pollfd { fd: reader.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, for the duration of the call.
-        let ready = unsafe { libc::poll(&raw mut pfd, 1, 5000) };
-        assert_eq!(ready, 1, "EC_PROCESS_RUNTIME written to the process's pipe");
-        let mut byte = [0u8; 1];
-        reader.read_exact(&mut byte).unwrap();
-        assert_eq!(&byte, b".");
+        let byte = rx.recv_timeout(Duration::from_secs(5)).expect("EC_PROCESS_RUNTIME written");
+        assert_eq!(&byte.unwrap(), b".", "to the process's pipe");
         d.acknowledge_runtime().unwrap();
         runtime.join().unwrap().unwrap();
     });
