@@ -26,6 +26,9 @@ pub(super) enum Target {
 enum Release<M> {
     /// One registration of several was dropped; nothing else to do.
     Counted,
+    /// A scratch range with mapped slices: remove them first (libhsakmt's
+    /// `fmm_release_scratch`), then release again.
+    Slices(MemoryHandle),
     /// The object is busy now; unmap `mapped`, free `buffers`, forget it.
     Destroy { handle: MemoryHandle, buffers: KfdHandles, mapped: NodeSet },
     /// As `Destroy`, but the object's CPU view (`view`) was taken out and the free is pending:
@@ -110,8 +113,7 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
             return Err(memory::Error::MappingInUse { addr });
         }
         if o.kind == MemoryKind::Scratch && self.scratch_slices.count(o.node) != 0 {
-            // A slice mapped (or being mapped) since the slices were removed.
-            return Err(memory::Error::Busy { addr });
+            return Ok(Release::Slices(handle));
         }
         o.payload.busy = true;
         let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
@@ -165,21 +167,18 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Frees an object, or drops one registration of registered user memory.
     pub(super) fn release(&self, target: Target) -> Result<(), Error> {
-        // A scratch range's slices go first (libhsakmt's `fmm_release_scratch`).
-        let scratch = {
-            let st = self.memory.lock();
-            match target {
-                Target::Handle(h) => Some(h),
-                Target::Address(addr) => st.find_named(addr),
-            }
-            .filter(|&h| st.objects.get(h).is_ok_and(|o| o.kind == MemoryKind::Scratch))
-        };
-        if let Some(h) = scratch {
+        let mut step = self.memory.lock().begin_release(target)?;
+        if let Release::Slices(h) = step {
             self.remove_slices(h)?;
+            step = self.memory.lock().begin_release(Target::Handle(h))?;
         }
-        let step = self.memory.lock().begin_release(target)?;
         match step {
             Release::Counted => Ok(()),
+            // A slice mapped again meanwhile (by another thread).
+            Release::Slices(h) => {
+                let addr = self.memory.lock().objects.get(h).map_or(0, |o| o.start());
+                Err(memory::Error::Busy { addr }.into())
+            }
             Release::Destroy { handle, buffers, mapped } => {
                 self.finish_release(handle, buffers, mapped)
             }
