@@ -1,4 +1,4 @@
-//! The registry of live mappings placed inside reservations: what makes [`release`] safe
+//! The registry of live mappings placed inside reservations: what makes `release` safe
 //! whatever order a device model drops its mappings in.
 //!
 //! A [`HostMapping`](crate::HostMapping) made with `MAP_FIXED` inside a reservation puts a
@@ -9,7 +9,7 @@
 //!
 //! - a mapping is placed only where no live placed mapping is (`EBUSY` otherwise), so a
 //!   `MAP_FIXED` never replaces memory a live [`HostMapping`](crate::HostMapping) hands out;
-//! - [`release`] unmaps only the parts of the range no live mapping covers, and marks the live
+//! - `release` unmaps only the parts of the range no live mapping covers, and marks the live
 //!   ones *orphaned*: their pages stay mapped until their last clone drops, which then unmaps
 //!   them instead of reserving them again;
 //! - a release whose range cuts through a live mapping is refused (`EBUSY`, nothing changed).

@@ -127,7 +127,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// `addr` is the start of an allocation, or the CPU address registered user memory was
     /// registered with. Registered user memory is mapped once and then reference counted.
     /// Mapping a slice of a scratch range (`addr` anywhere inside it) creates VRAM of its own
-    /// on its GPU (see [`scratch`](super::scratch)).
+    /// on its GPU, as libhsakmt's `_fmm_map_to_gpu_scratch` does.
     ///
     /// # Errors
     /// [`memory::Error::UnknownAddress`] (including interior pointers and address 0);
