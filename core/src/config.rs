@@ -82,6 +82,11 @@ pub const NODE_SET_CAPACITY: usize = 128;
 /// [`BIGGEST_SINGLE_BUF_SIZE`](crate::memory::aperture::BIGGEST_SINGLE_BUF_SIZE)
 /// (512 GiB − 2 MiB) into several buffers; four cover 2 TiB.
 pub const MAX_KFD_HANDLES: usize = 4;
+/// The most mapped slices of scratch ranges a process holds at once, over all its GPUs
+/// ([`ScratchSlices`](crate::memory::scratch_slices::ScratchSlices)): libhsakmt gives every
+/// slice mapped with `hsaKmtMapMemoryToGPU` a buffer of its own; a runtime maps one per queue
+/// that needs scratch, kfdtest three.
+pub const SCRATCH_SLICE_CAPACITY: usize = 64;
 /// How many allocation shapes (node, size, alignment, flags) the recycle cache tells apart.
 pub const RECYCLE_SHAPES: usize = 16;
 /// How many freed allocations of one shape the recycle cache keeps.

@@ -82,7 +82,8 @@ fn a_debugger_session_from_attach_to_detach() {
         Errno::ESRCH
     );
     // The notification descriptor must be open.
-    assert_eq!(errno(&d.enable(ExceptionMask::ALL, 77).unwrap_err()), Errno::EBADF);
+    let closed = i32::MAX.cast_unsigned();
+    assert_eq!(errno(&d.enable(ExceptionMask::ALL, closed).unwrap_err()), Errno::EBADF);
 
     // Attach, subscribed to everything.
     let info = d.enable(ExceptionMask::ALL, w).unwrap();
@@ -459,4 +460,77 @@ fn deprecated_debugger_calls_answer_as_upstream() {
         let e = r.unwrap_err();
         assert_eq!(e.kind().status(), hsakmt_core::error::HsakmtStatus::NotImplemented);
     }
+}
+
+/// The notification descriptor may be the process's own (kfdtest's `BaseDebug::Attach` passes
+/// a FIFO it opened): the simulator writes its `'.'` there, where the debugger polls.
+#[test]
+fn notifications_reach_a_descriptor_of_the_process() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let kfd = open("mi308x-8gpu-cpx");
+    let d = kfd.debugger(kfd.platform().process_id());
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    d.enable(ExceptionMask::ALL, writer.as_raw_fd().cast_unsigned()).unwrap();
+    // The pipe is read on a thread of its own, so a missing notification fails the test.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut byte = [0u8; 1];
+        let _ = tx.send(reader.read_exact(&mut byte).map(|()| byte));
+    });
+    std::thread::scope(|s| {
+        let runtime = s.spawn(|| kfd.runtime_enable(0x1000, true));
+        let byte = rx.recv_timeout(Duration::from_secs(5)).expect("EC_PROCESS_RUNTIME written");
+        assert_eq!(&byte.unwrap(), b".", "to the process's pipe");
+        d.acknowledge_runtime().unwrap();
+        runtime.join().unwrap().unwrap();
+    });
+    d.disable().unwrap();
+    kfd.runtime_disable().unwrap();
+    drop(writer);
+}
+
+/// A refused launch override still tells the caller what is supported: the kernel writes the
+/// supported mask before answering `EACCES` and copies the argument back whatever the result
+/// (kfdtest's `HitTrapOnWaveStartEndEvent` skips on what it reads there).
+#[test]
+fn a_refused_launch_override_reports_the_supported_mask() {
+    use hsakmt_core::platform::DbgTrapData;
+    use hsakmt_core::uapi::{
+        KFD_DBG_TRAP_MASK_TRAP_ON_WAVE_START, KFD_DBG_TRAP_OVERRIDE_OR,
+        KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE, kfd_ioctl_dbg_trap_args,
+        kfd_ioctl_dbg_trap_set_wave_launch_override_args,
+    };
+    let kfd = open("mi308x-8gpu-cpx");
+    let pid = kfd.platform().process_id();
+    let (r, w) = kfd.platform().create_pipe().unwrap();
+    let d = kfd.debugger(pid);
+    d.enable(ExceptionMask::ALL, w).unwrap();
+    std::thread::scope(|s| {
+        let runtime = s.spawn(|| kfd.runtime_enable(0x1000, true));
+        assert!(notified(&kfd, r));
+        d.acknowledge_runtime().unwrap();
+        runtime.join().unwrap().unwrap();
+    });
+    let start = KFD_DBG_TRAP_MASK_TRAP_ON_WAVE_START;
+    let o = kfd_ioctl_dbg_trap_set_wave_launch_override_args {
+        override_mode: KFD_DBG_TRAP_OVERRIDE_OR,
+        enable_mask: start,
+        support_request_mask: start,
+        pad: 0,
+    };
+    let mut args = kfd_ioctl_dbg_trap_args {
+        pid,
+        op: KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE,
+        op_args: o.into(),
+    };
+    assert_eq!(
+        errno(&kfd.debug_trap_raw(&mut args, DbgTrapData::None).unwrap_err()),
+        Errno::EACCES
+    );
+    let back = args.op_args.launch_override();
+    assert_eq!(back.support_request_mask & start, 0, "gfx942 has no trap on wave start");
+    assert_ne!(back.support_request_mask, 0, "but the address watch and the rest");
+    d.disable().unwrap();
+    kfd.runtime_disable().unwrap();
 }

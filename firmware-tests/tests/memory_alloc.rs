@@ -184,6 +184,72 @@ fn address_only_handle_only_and_scratch() {
     kfd.check_memory_invariants().unwrap();
 }
 
+/// Scratch is mapped in slices, as kfdtest's `FlatScratchAccess` does: each mapped part of the
+/// range gets a VRAM buffer of its own at its address (libhsakmt `_fmm_map_to_gpu_scratch`),
+/// unmapping a slice frees its buffer, and freeing the range removes the slices left.
+#[test]
+fn scratch_is_mapped_in_slices_with_memory_of_their_own() {
+    const S: u64 = 0x1_0000;
+    let kfd = opened(SimPlatform::new());
+    let (node, gpu_id) = first_gpu(&kfd);
+    let sim = kfd.platform();
+    let scratch = kfd.alloc_memory(node, 3 * S, MemFlags::SCRATCH).unwrap();
+    let base = scratch.addr;
+    let vram = |sim: &SimPlatform| sim.memory_usage(gpu_id).unwrap().vram_used;
+    let used = vram(sim);
+    // Slices 2, 0, 1, each a buffer of its own mapped on the scratch GPU.
+    let mut handles = Vec::new();
+    for k in [2, 0, 1] {
+        let at = base + k * S;
+        assert_eq!(kfd.map_memory_to_gpu_sized(at, S, MapNodes::Default).unwrap(), at);
+        let h = kfd.kfd_handle(at).unwrap();
+        assert_eq!(sim.buffer_flags(h), Some(KFD_IOC_ALLOC_MEM_FLAGS_VRAM | W | NS));
+        assert_eq!(sim.buffer_mappings(h), Some(vec![gpu_id]));
+        let (view, offset) = sim.resolve(gpu_id, at, S).unwrap();
+        assert_eq!((view.addr() + offset, view.len() as u64), (at, S), "the slice's own memory");
+        assert!(!handles.contains(&h));
+        handles.push(h);
+    }
+    assert_eq!(vram(sim) - used, 3 * S);
+    let info = kfd.pointer_info(base + S).unwrap();
+    assert_eq!(info.mapped_nodes.iter().collect::<Vec<_>>(), [node]);
+    // The same slice again costs nothing; overlapping, unaligned or outside ones are refused.
+    let calls = sim.total_ioctl_calls();
+    assert_eq!(kfd.map_memory_to_gpu_sized(base + S, S, MapNodes::Default).unwrap(), base + S);
+    let refused = |at, size| {
+        memory_error(&kfd.map_memory_to_gpu_sized(at, size, MapNodes::Default).unwrap_err())
+    };
+    assert_eq!(refused(base + S + 4096, 4096), mem::Error::AddressInUse { addr: base + S + 4096 });
+    assert_eq!(refused(base, 3 * S), mem::Error::AddressInUse { addr: base });
+    assert_eq!(refused(base + 8, 4096), mem::Error::Misaligned { value: base + 8 });
+    assert_eq!(refused(base + 2 * S, 2 * S), mem::Error::OutsideRange { addr: base + 4 * S - 1 });
+    assert_eq!(sim.total_ioctl_calls(), calls);
+    // An interior address that starts no slice unmaps nothing.
+    let e = kfd.unmap_memory_from_gpu(base + 4096).unwrap_err();
+    assert_eq!(memory_error(&e), mem::Error::UnknownAddress { addr: base + 4096 });
+    // Unmapped in another order, each slice's buffer goes.
+    for (k, h) in [(1, handles[2]), (2, handles[0]), (0, handles[1])] {
+        kfd.unmap_memory_from_gpu(base + k * S).unwrap();
+        assert_eq!(sim.buffer_mappings(h), None, "unmapping a slice frees its VRAM");
+    }
+    assert_eq!(vram(sim), used);
+    assert!(kfd.pointer_info(base).unwrap().mapped_nodes.is_empty());
+    kfd.unmap_memory_from_gpu(base).unwrap();
+    // Size 0 maps the rest of the range: here all of it, as one buffer.
+    assert_eq!(kfd.map_memory_to_gpu(base, MapNodes::Default).unwrap(), base);
+    assert_eq!(vram(sim) - used, 3 * S);
+    kfd.unmap_memory_from_gpu(base).unwrap();
+    // Freeing the range removes the slices left.
+    let buffers = sim.buffer_count();
+    kfd.map_memory_to_gpu_sized(base, S, MapNodes::Default).unwrap();
+    kfd.map_memory_to_gpu_sized(base + 2 * S, 4096, MapNodes::Default).unwrap();
+    assert_eq!(sim.buffer_count(), buffers + 2);
+    kfd.free(scratch).unwrap();
+    assert_eq!(sim.buffer_count(), buffers);
+    assert_eq!(vram(sim), used);
+    kfd.check_memory_invariants().unwrap();
+}
+
 #[test]
 fn alignment_and_fixed_addresses() {
     let kfd = opened(SimPlatform::new());

@@ -5,6 +5,7 @@ use hsakmt_core::device::Error;
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::memory::svm_attributes::{SvmAttribute as A, SvmFlags, SvmLocation as L};
 use hsakmt_core::memory::{self as mem, MemFlags};
+use hsakmt_core::platform::SharedMemory;
 use hsakmt_hostmem::{HostMapping, map_anonymous, release, reserve};
 use hsakmt_sim::SimPlatform;
 
@@ -161,4 +162,30 @@ fn xnack_mode() {
     let e = vega.set_xnack_mode(true).unwrap_err();
     assert_eq!((memory_error(&e), e.kind()), (mem::Error::NotSupported, ErrorKind::NotSupported));
     assert_eq!(vega.platform().ioctl_calls(nr::XNACK), 1);
+}
+
+/// A GPU reaches the application's pages of an SVM range that grants it access, through the
+/// simulated GPU's address translation (what a shader or SDMA engine uses): kfdtest's SVM
+/// dispatches hung before, their first access faulting.
+#[test]
+fn gpus_reach_svm_ranges_granting_them_access() {
+    let kfd = opened(SimPlatform::new());
+    let (g0, gpu_id) = first_gpu(&kfd);
+    let sim = kfd.platform();
+    let (addr, mapping) = pages(4);
+    mapping.write(100, &[0x5a; 4]).unwrap();
+    assert_eq!(sim.resolve(gpu_id, addr, 4096).err(), Some(Errno::EFAULT), "no range yet");
+    kfd.svm_set_attributes(addr, 2 * 4096, &[A::Access(g0), A::PrefetchLocation(L::Node(g0))])
+        .unwrap();
+    let (view, offset) = sim.resolve(gpu_id, addr, 2 * 4096).unwrap();
+    let mut word = [0; 4];
+    view.read(offset as usize + 100, &mut word).unwrap();
+    assert_eq!(word, [0x5a; 4], "the application's own pages, wherever the range was prefetched");
+    assert_eq!(sim.resolve(gpu_id, addr + 4096, 2 * 4096).err(), Some(Errno::EFAULT));
+    let others: Vec<u32> = kfd.gpu_nodes().unwrap().iter().filter(|&n| n != g0).collect();
+    let other = kfd
+        .with_topology(|t| t.node_by_user_id(others[0]).and_then(|v| v.node().gpu_id()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(sim.resolve(other, addr, 4).err(), Some(Errno::EFAULT), "a GPU without access");
 }

@@ -40,7 +40,9 @@ fn heap_backed_facade_and_driver_run_on_a_default_stack() {
 #[test]
 fn with_heap_storage_the_facade_and_the_driver_are_small() {
     assert!(size_of::<SimKfd>() <= 64 << 10, "facade: {} bytes", size_of::<SimKfd>());
-    assert!(size_of::<SimDriver>() <= 256 << 10, "driver: {} bytes", size_of::<SimDriver>());
+    // The driver was 262,136 bytes before the memory manager's scratch slices (2 KiB inline)
+    // came; the default-stack test above is what matters.
+    assert!(size_of::<SimDriver>() <= 264 << 10, "driver: {} bytes", size_of::<SimDriver>());
     // Everything inline (for a facade in a `static`): the tables are the bulk of it.
     assert!(size_of::<Kfd<SimPlatform>>() > 1 << 20);
 }

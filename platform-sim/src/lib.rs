@@ -41,6 +41,7 @@ mod host;
 pub mod isa;
 mod kfd;
 mod mapping;
+mod process_maps;
 mod profile;
 mod sysfs;
 
@@ -69,7 +70,7 @@ pub use host::{
     HOST_PAGE, HOST_SPIN_NS, HostDriver, MAX_HOST_EVENTS, MAX_HOST_QUEUES, MAX_HOST_SIGNALS,
 };
 pub use kfd::files::FILE_FD_BASE;
-pub use kfd::memory::{DMABUF_FD_BASE, DOORBELL_SLICE, GpuMemoryUsage};
+pub use kfd::memory::{DOORBELL_SLICE, GpuMemoryUsage};
 pub use kfd::{DeviceState, FALLBACK_VRAM, Privileges, RENDER_FD_BASE, thread_ioctl_allocations};
 pub use mapping::SimMapping;
 pub use profile::{

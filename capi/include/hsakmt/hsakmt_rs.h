@@ -6,9 +6,10 @@
  *   write pointer (for an AQL queue the index of the last packet written). On the simulator
  *   (HSAKMT_DRIVER=sim) this is how the command processor learns of new work; on hardware it is
  *   the doorbell store.
- * - hsakmt_rs_close_dmabuf: closes a descriptor from hsaKmtExportDMABufHandle: close(2) on a
- *   real device; over the simulator, whose dma-bufs are descriptors of its own, it releases the
- *   simulated dma-buf (close(2) would not). Portable callers use it instead of close(2).
+ * - hsakmt_rs_close_dmabuf: closes a descriptor from hsaKmtExportDMABufHandle, as close(2)
+ *   does: on a real device it is close(2); over the simulator, whose dma-bufs are descriptors
+ *   of the process too (a memfd standing for each), it also releases the simulated dma-buf at
+ *   once (after close(2) the simulator notices at its next dma-buf operation).
  * - hsakmt_rs_sim_accounting: what the simulated kernel holds for the process (buffers, queues,
  *   events, ...), to check that nothing leaked. HSAKMT_STATUS_NOT_SUPPORTED on a real device.
  */

@@ -582,7 +582,9 @@ pub unsafe extern "C" fn hsaKmtExportDMABufHandle(
 
 /// `hsakmt_rs_close_dmabuf` (`hsakmt_rs.h`, not upstream): closes a descriptor
 /// `hsaKmtExportDMABufHandle` returned — `close(2)` on a real device; over the simulator, whose
-/// dma-bufs are descriptors of its own (not the process's), it releases the simulated dma-buf.
+/// dma-bufs are descriptors of the process as well (a `memfd` standing for each), it closes the
+/// descriptor and releases the simulated dma-buf at once (`close(2)` releases it too, noticed
+/// at the simulator's next dma-buf operation).
 /// `HSAKMT_STATUS_INVALID_PARAMETER` for a negative descriptor.
 #[unsafe(no_mangle)]
 pub extern "C" fn hsakmt_rs_close_dmabuf(DMABufFd: core::ffi::c_int) -> HSAKMT_STATUS {

@@ -1,6 +1,7 @@
 /* Memory: every kind of allocation, mapped, unmapped, queried and freed; alignment, fixed
  * addresses, user data, dma-buf export and import.
  * Part of hsakmt-rs; licensed MIT OR Apache-2.0. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -159,6 +160,12 @@ static void user_data_and_dmabuf(void)
         EXPECT_OK(hsaKmtDeregisterMemory(gi.MemoryAddress));
         EXPECT_OK(hsakmt_rs_close_dmabuf(fd));
     }
+    /* A descriptor of the process, as the kernel's: close(2) ends the dma-buf too (kfdtest's
+     * ExportDMABufTest); the accounting after the last close finds none left. */
+    int fd3 = -1;
+    EXPECT_OK(hsaKmtExportDMABufHandle(p, 4096, &fd3, &offset));
+    CHECK(fd3 >= 0 && fcntl(fd3, F_GETFD) == FD_CLOEXEC, "dma-buf fd %d is close-on-exec", fd3);
+    CHECK(fd3 >= 0 && close(fd3) == 0, "close(2) of dma-buf fd %d", fd3);
     EXPECT_OK(hsaKmtFreeMemory(p, 1 << 16));
 }
 

@@ -21,6 +21,8 @@
 //! - [`MemFlags`] (libhsakmt's `HsaMemFlags`, bit for bit) and [`NodeSet`] (a fixed set of node
 //!   ids).
 //! - [`kfd_flags`]: libhsakmt's translation of `HsaMemFlags` into `KFD_IOC_ALLOC_MEM_FLAGS_*`.
+//! - [`scratch_slices`]: [`scratch_slices::ScratchSlices`], the mapped slices of scratch
+//!   backing ranges, each with a KFD buffer of its own.
 //! - [`svm_attributes`]: typed shared-virtual-memory attributes.
 //! - [`dmabuf_info`]: the kernel's description of a dma-buf to import, decoded.
 //!
@@ -72,6 +74,7 @@ pub mod kfd_flags;
 mod nodeset;
 pub mod objects;
 pub mod recycle;
+pub mod scratch_slices;
 pub mod svm_attributes;
 pub mod va;
 

@@ -46,10 +46,20 @@ fn resolve(q: &SimQueue, cp: &Cp, addr: u64, len: u64) -> Result<MemRange, Outco
         .ok_or(Outcome::Fault(EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(addr)))
 }
 
+/// As [`resolve`], for a range the engine writes: a mapping that does not permit writing (a
+/// buffer allocated without `WRITABLE`, a read-only SVM range or CPU mapping) faults.
+fn resolve_write(q: &SimQueue, cp: &Cp, addr: u64, len: u64) -> Result<MemRange, Outcome> {
+    let r = resolve(q, cp, addr, len)?;
+    if !r.access().writable {
+        return Err(Outcome::Fault(EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(addr)));
+    }
+    Ok(r)
+}
+
 /// Copies `len` bytes from `src` to `dst` (`memmove` semantics).
 fn copy(q: &SimQueue, cp: &Cp, src: u64, dst: u64, len: u64) -> Result<(), Outcome> {
     let s = resolve(q, cp, src, len)?;
-    let d = resolve(q, cp, dst, len)?;
+    let d = resolve_write(q, cp, dst, len)?;
     // The engine is a separate agent: like DMA, it may race with CPU accesses to the same
     // bytes, which the queue's users must not make while the copy is in flight.
     d.copy_from(&s).map_err(|_| Outcome::Fault(EC_QUEUE_WAVE_MEMORY_VIOLATION, Some(dst)))
@@ -101,7 +111,7 @@ fn execute(
         }
         SdmaPacket::CopyLinearRect(r) => done(copy_rect(q, cp, &r)),
         SdmaPacket::Write { dst, dwords } => {
-            let d = match resolve(q, cp, dst, u64::from(dwords) * 4) {
+            let d = match resolve_write(q, cp, dst, u64::from(dwords) * 4) {
                 Ok(r) => r,
                 Err(o) => return o,
             };
@@ -112,7 +122,7 @@ fn execute(
             Outcome::Done
         }
         SdmaPacket::AtomicAdd64 { addr, value } => {
-            let d = match resolve(q, cp, addr, 8) {
+            let d = match resolve_write(q, cp, addr, 8) {
                 Ok(r) => r,
                 Err(o) => return o,
             };
@@ -123,7 +133,7 @@ fn execute(
             Outcome::Done
         }
         SdmaPacket::Timestamp { addr } => {
-            let d = match resolve(q, cp, addr, 8) {
+            let d = match resolve_write(q, cp, addr, 8) {
                 Ok(r) => r,
                 Err(o) => return o,
             };
@@ -134,7 +144,7 @@ fn execute(
         }
         SdmaPacket::PollRegister(p) => poll_register(&p),
         SdmaPacket::ConstantFill { dst, data, bytes } => {
-            let d = match resolve(q, cp, dst, u64::from(bytes)) {
+            let d = match resolve_write(q, cp, dst, u64::from(bytes)) {
                 Ok(r) => r,
                 Err(o) => return o,
             };
@@ -144,7 +154,7 @@ fn execute(
             Outcome::Done
         }
         SdmaPacket::Fence { addr, data, .. } => {
-            let d = match resolve(q, cp, addr, 4) {
+            let d = match resolve_write(q, cp, addr, 4) {
                 Ok(r) => r,
                 Err(o) => return o,
             };

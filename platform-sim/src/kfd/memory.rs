@@ -29,6 +29,9 @@ use hsakmt_hostmem::HostMapping;
 
 use crate::mapping::SimMapping;
 
+use super::dmabuf::DmaBufs;
+use super::svm::SvmRange;
+
 /// Where DRM mmap offsets of buffers start (`DRM_FILE_PAGE_OFFSET_START` pages).
 const DRM_OFFSET_BASE: u64 = 0x1_0000 << 12;
 /// `KFD_MMAP_TYPE_DOORBELL` (kfd_priv.h).
@@ -39,13 +42,9 @@ const KFD_MMAP_TYPE_MMIO: u64 = 0x0 << 62;
 const KFD_MMAP_GPU_ID_SHIFT: u64 = 46;
 /// A process's doorbell slice on gfx9+ (1024 queues × 8-byte doorbells).
 pub const DOORBELL_SLICE: u64 = 1024 * 8;
-/// Descriptors the simulator hands out for dma-bufs start here; they are not real descriptors.
-pub const DMABUF_FD_BASE: u32 = 20_000;
 /// The GPU VM's size: `amdgpu_vm_verify_parameters` refuses a mapping whose last page is at
 /// or above `max_pfn` (2^36 pages of a 48-bit, 4-level gfx9+ VM).
 pub(crate) const VM_LIMIT: u64 = 1 << 48;
-/// The kernel's default SVM migration granularity (log2 pages).
-const SVM_DEFAULT_GRANULARITY: u32 = 9;
 const PAGE: u64 = 4096;
 
 const fn page_align(v: u64) -> u64 {
@@ -110,34 +109,6 @@ impl Bo {
     }
 }
 
-/// A simulated dma-buf: its own mapping of the exported pages.
-#[derive(Debug)]
-pub(crate) struct DmaBuf {
-    memory: HostMapping,
-    size: u64,
-    gpu_id: u32,
-    flags: u32,
-}
-
-/// SVM attributes of a range of pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SvmAttrs {
-    preferred: u32,
-    prefetch: u32,
-    /// Bit per GPU index.
-    access: u128,
-    in_place: u128,
-    flags: u32,
-    granularity: u32,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct SvmRange {
-    start: u64,
-    end: u64,
-    attrs: SvmAttrs,
-}
-
 /// Memory accounting of one GPU, for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GpuMemoryUsage {
@@ -170,7 +141,7 @@ pub(crate) struct MemoryTotals {
 pub(crate) struct Memory {
     pub(crate) gpus: Vec<GpuMemory>,
     pub(crate) bos: HashMap<u64, Bo>,
-    by_va: BTreeMap<u64, u64>,
+    pub(super) by_va: BTreeMap<u64, u64>,
     /// Each GPU VM's mappings: start → (end, handle). They never overlap (a conflicting map
     /// is refused), so the mapping just below an address is the only one that can cover it.
     vm_maps: HashMap<u32, BTreeMap<u64, (u64, u64)>>,
@@ -180,9 +151,8 @@ pub(crate) struct Memory {
     idr_next: HashMap<u32, u32>,
     idr_free: HashMap<u32, BTreeSet<u32>>,
     next_offset: u64,
-    dmabufs: HashMap<u32, DmaBuf>,
-    next_fd: u32,
-    svm: Vec<SvmRange>,
+    dmabufs: DmaBufs,
+    pub(super) svm: Vec<SvmRange>,
     pub(crate) xnack: bool,
     pub(crate) scratch: HashMap<u32, u64>,
     /// The event page's handle (freeing it is refused, as in the kernel); set by the event model.
@@ -202,14 +172,14 @@ const fn handle_gpu(handle: u64) -> u32 {
 
 impl Memory {
     pub(crate) fn new(gpus: Vec<GpuMemory>) -> Self {
-        Self { gpus, next_offset: DRM_OFFSET_BASE, next_fd: DMABUF_FD_BASE, ..Self::default() }
+        Self { gpus, next_offset: DRM_OFFSET_BASE, ..Self::default() }
     }
 
     fn gpu(&self, gpu_id: u32) -> Result<&GpuMemory, Errno> {
         self.gpus.iter().find(|g| g.gpu_id == gpu_id).ok_or(Errno::EINVAL)
     }
 
-    fn gpu_index(&self, gpu_id: u32) -> Option<usize> {
+    pub(super) fn gpu_index(&self, gpu_id: u32) -> Option<usize> {
         self.gpus.iter().position(|g| g.gpu_id == gpu_id)
     }
 
@@ -218,11 +188,9 @@ impl Memory {
     pub(crate) fn reset(&mut self) {
         let gpus = std::mem::take(&mut self.gpus);
         let dmabufs = std::mem::take(&mut self.dmabufs);
-        let next_fd = self.next_fd;
         let maps = self.device_maps;
         *self = Self::new(gpus);
         self.dmabufs = dmabufs;
-        self.next_fd = next_fd;
         self.device_maps = maps;
     }
 
@@ -265,7 +233,7 @@ impl Memory {
         }
         // "Address ... already allocated by SVM": the pages overlap an SVM range.
         let last = args.va_addr.saturating_add(args.size - 1);
-        if self.svm.iter().any(|r| r.start <= last && args.va_addr < r.end) {
+        if self.svm_overlaps(args.va_addr, last) {
             return Err(Errno::EADDRINUSE);
         }
         let gpu = *self.gpu(args.gpu_id)?;
@@ -494,10 +462,7 @@ impl Memory {
         }
         let (size, gpu_id, flags) = (bo.size, bo.gpu_id, bo.flags);
         let memory = bo.backing()?.duplicate(None)?;
-        let fd = self.next_fd;
-        self.next_fd += 1;
-        self.dmabufs.insert(fd, DmaBuf { memory, size, gpu_id, flags });
-        args.dmabuf_fd = fd;
+        args.dmabuf_fd = self.dmabufs.export(memory, size, gpu_id, flags)?;
         Ok(())
     }
 
@@ -506,7 +471,7 @@ impl Memory {
         &self,
         args: &mut kfd_ioctl_get_dmabuf_info_args,
     ) -> Result<(), Errno> {
-        let d = self.dmabufs.get(&args.dmabuf_fd).ok_or(Errno::EBADF)?;
+        let d = self.dmabufs.get(args.dmabuf_fd)?;
         args.size = d.size;
         args.gpu_id = d.gpu_id;
         args.flags = d.flags;
@@ -521,7 +486,7 @@ impl Memory {
         vm: bool,
     ) -> Result<(), Errno> {
         self.gpu(args.gpu_id)?;
-        let d = self.dmabufs.get(&args.dmabuf_fd).ok_or(Errno::EBADF)?;
+        let d = self.dmabufs.get(args.dmabuf_fd)?;
         if !vm {
             return Err(Errno::ENODEV);
         }
@@ -559,9 +524,10 @@ impl Memory {
         Ok(())
     }
 
-    /// Closing a descriptor: a dma-buf goes (the buffers importing it keep their own mapping).
+    /// Closing a descriptor the library was handed by `EXPORT_DMABUF`: the dma-buf goes (the
+    /// buffers importing it keep their own mapping).
     pub(crate) fn close_fd(&mut self, fd: u32) {
-        self.dmabufs.remove(&fd);
+        self.dmabufs.close(fd);
     }
 
     /// A CPU mapping of a buffer through its render node at its DRM mmap offset.
@@ -612,17 +578,22 @@ impl Memory {
         Ok(memory)
     }
 
-    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it, and the buffer's allocation
-    /// flags (its permissions): the range must lie inside one buffer mapped on that GPU. A doorbell or MMIO-remap buffer mapped on the GPU is its page:
-    /// a GPU write to a doorbell lands where the processors' doorbell polls look (kfdtest's
-    /// GPUDoorbellWrite rings a queue from another queue), one to the MMIO page's HDP flush
-    /// register has nothing to flush in host memory (kfdtest's DeviceHdpFlush).
+    /// Host memory behind `[va, va + len)` as GPU `gpu_id` sees it, and the allocation flags
+    /// that give its permissions: the range lies inside one buffer mapped on that GPU, or, away
+    /// from every buffer, in SVM ranges the GPU may access (see [`super::svm`]). A doorbell or
+    /// MMIO-remap buffer mapped on the GPU is its page: a GPU write to a doorbell lands where
+    /// the processors' doorbell polls look (kfdtest's GPUDoorbellWrite rings a queue from
+    /// another queue), one to the MMIO page's HDP flush register has nothing to flush in host
+    /// memory (kfdtest's DeviceHdpFlush).
     pub(crate) fn resolve(
         &mut self,
         gpu_id: u32,
         va: u64,
         len: u64,
     ) -> Result<(HostMapping, u64, u32), Errno> {
+        if self.buffer_at(va).is_none() {
+            return self.resolve_svm(gpu_id, va, len);
+        }
         let (&start, &handle) = self.by_va.range(..=va).next_back().ok_or(Errno::EFAULT)?;
         let bo = self.bos.get_mut(&handle).ok_or(Errno::EFAULT)?;
         let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
@@ -683,213 +654,6 @@ impl Memory {
         Ok(())
     }
 
-    fn default_svm_attrs(&self) -> SvmAttrs {
-        let all = (0..self.gpus.len().min(128)).fold(0u128, |m, i| m | (1u128 << i));
-        SvmAttrs {
-            preferred: KFD_IOCTL_SVM_LOCATION_UNDEFINED,
-            prefetch: KFD_IOCTL_SVM_LOCATION_UNDEFINED,
-            access: if self.xnack { all } else { 0 },
-            in_place: 0,
-            flags: KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT,
-            granularity: SVM_DEFAULT_GRANULARITY,
-        }
-    }
-
-    /// `svm_range_check_attr`.
-    fn check_svm_attrs(&self, attrs: &[kfd_ioctl_svm_attribute]) -> Result<(), Errno> {
-        for a in attrs {
-            let gpu_valid = |v| self.gpu_index(v).map(|_| ()).ok_or(Errno::EINVAL);
-            match a.r#type {
-                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => {
-                    if a.value != KFD_IOCTL_SVM_LOCATION_SYSMEM
-                        && a.value != KFD_IOCTL_SVM_LOCATION_UNDEFINED
-                    {
-                        gpu_valid(a.value)?;
-                    }
-                }
-                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => {
-                    if a.value != KFD_IOCTL_SVM_LOCATION_SYSMEM {
-                        gpu_valid(a.value)?;
-                    }
-                }
-                KFD_IOCTL_SVM_ATTR_ACCESS
-                | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
-                | KFD_IOCTL_SVM_ATTR_NO_ACCESS => gpu_valid(a.value)?,
-                KFD_IOCTL_SVM_ATTR_SET_FLAGS
-                | KFD_IOCTL_SVM_ATTR_CLR_FLAGS
-                | KFD_IOCTL_SVM_ATTR_GRANULARITY => {}
-                _ => return Err(Errno::EINVAL),
-            }
-        }
-        Ok(())
-    }
-
-    /// `kfd_ioctl_svm`.
-    pub(crate) fn svm(
-        &mut self,
-        args: &kfd_ioctl_svm_args,
-        attrs: &mut [kfd_ioctl_svm_attribute],
-    ) -> Result<(), Errno> {
-        let (start, size) = (args.start_addr, args.size);
-        if start % PAGE != 0 || size % PAGE != 0 || start == 0 || size == 0 {
-            return Err(Errno::EINVAL);
-        }
-        let end = start.checked_add(size).ok_or(Errno::EINVAL)?;
-        match args.op {
-            KFD_IOCTL_SVM_OP_SET_ATTR => {
-                self.check_svm_attrs(attrs)?;
-                if !host::is_mapped(start, size) {
-                    return Err(Errno::EFAULT);
-                }
-                if self.by_va.range(..end).next_back().is_some_and(|(&va, h)| {
-                    self.bos.get(h).is_some_and(|b| va.saturating_add(b.size) > start)
-                }) {
-                    // svm_range_check_vm: the range overlaps a KFD buffer.
-                    return Err(Errno::EADDRINUSE);
-                }
-                self.svm_set(start, end, attrs);
-                Ok(())
-            }
-            KFD_IOCTL_SVM_OP_GET_ATTR => {
-                if !host::is_mapped(start, size) {
-                    return Err(Errno::EINVAL);
-                }
-                self.svm_get(start, end, attrs)
-            }
-            _ => Err(Errno::EINVAL),
-        }
-    }
-
-    fn svm_set(&mut self, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) {
-        // Split existing ranges at the boundaries, fill the gaps with default ranges.
-        let default = self.default_svm_attrs();
-        let mut pieces = Vec::with_capacity(self.svm.len() + 2);
-        for r in std::mem::take(&mut self.svm) {
-            for (s, e) in [
-                (r.start, r.end.min(start)),
-                (r.start.max(start), r.end.min(end)),
-                (r.start.max(end), r.end),
-            ] {
-                if s < e {
-                    pieces.push(SvmRange { start: s, end: e, attrs: r.attrs });
-                }
-            }
-        }
-        let mut cursor = start;
-        let mut covered: Vec<(u64, u64)> = pieces
-            .iter()
-            .filter(|r| r.start < end && r.end > start)
-            .map(|r| (r.start, r.end))
-            .collect();
-        covered.sort_unstable();
-        for (s, e) in covered {
-            if s > cursor {
-                pieces.push(SvmRange { start: cursor, end: s, attrs: default });
-            }
-            cursor = cursor.max(e);
-        }
-        if cursor < end {
-            pieces.push(SvmRange { start: cursor, end, attrs: default });
-        }
-        let index = |v: u32| self.gpu_index(v).map_or(0, |i| 1u128 << i);
-        for r in pieces.iter_mut().filter(|r| r.start >= start && r.end <= end) {
-            for a in attrs {
-                let bit = index(a.value);
-                let t = &mut r.attrs;
-                match a.r#type {
-                    KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => t.preferred = a.value,
-                    KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => t.prefetch = a.value,
-                    KFD_IOCTL_SVM_ATTR_ACCESS => {
-                        t.access |= bit;
-                        t.in_place &= !bit;
-                    }
-                    KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE => {
-                        t.access |= bit;
-                        t.in_place |= bit;
-                    }
-                    KFD_IOCTL_SVM_ATTR_NO_ACCESS => {
-                        t.access &= !bit;
-                        t.in_place &= !bit;
-                    }
-                    KFD_IOCTL_SVM_ATTR_SET_FLAGS => t.flags |= a.value,
-                    KFD_IOCTL_SVM_ATTR_CLR_FLAGS => t.flags &= !a.value,
-                    _ => t.granularity = a.value.min(0x3F),
-                }
-            }
-        }
-        pieces.sort_by_key(|r| r.start);
-        self.svm = pieces;
-    }
-
-    /// The prefetch location of the SVM range holding `addr` (`UNDEFINED` outside every range).
-    pub(crate) fn svm_location(&self, addr: u64) -> u32 {
-        self.svm
-            .iter()
-            .find(|r| r.start <= addr && addr < r.end)
-            .map_or(KFD_IOCTL_SVM_LOCATION_UNDEFINED, |r| r.attrs.prefetch)
-    }
-
-    /// The preferred location of the SVM range holding `addr` (`UNDEFINED` outside every
-    /// range).
-    pub(crate) fn svm_preferred(&self, addr: u64) -> u32 {
-        self.svm
-            .iter()
-            .find(|r| r.start <= addr && addr < r.end)
-            .map_or(KFD_IOCTL_SVM_LOCATION_UNDEFINED, |r| r.attrs.preferred)
-    }
-
-    fn svm_get(
-        &self,
-        start: u64,
-        end: u64,
-        attrs: &mut [kfd_ioctl_svm_attribute],
-    ) -> Result<(), Errno> {
-        let ranges: Vec<SvmAttrs> =
-            self.svm.iter().filter(|r| r.start < end && r.end > start).map(|r| r.attrs).collect();
-        let ranges = if ranges.is_empty() { vec![self.default_svm_attrs()] } else { ranges };
-        let same = |f: fn(&SvmAttrs) -> u32| {
-            let first = ranges.first().map_or(KFD_IOCTL_SVM_LOCATION_UNDEFINED, f);
-            if ranges.iter().all(|r| f(r) == first) {
-                first
-            } else {
-                KFD_IOCTL_SVM_LOCATION_UNDEFINED
-            }
-        };
-        for a in attrs.iter_mut() {
-            match a.r#type {
-                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => a.value = same(|r| r.preferred),
-                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => a.value = same(|r| r.prefetch),
-                KFD_IOCTL_SVM_ATTR_ACCESS
-                | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
-                | KFD_IOCTL_SVM_ATTR_NO_ACCESS => {
-                    let bit = 1u128 << self.gpu_index(a.value).ok_or(Errno::EINVAL)?;
-                    a.r#type = if ranges.iter().all(|r| r.in_place & bit != 0) {
-                        KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
-                    } else if ranges.iter().all(|r| r.access & bit != 0) {
-                        KFD_IOCTL_SVM_ATTR_ACCESS
-                    } else {
-                        KFD_IOCTL_SVM_ATTR_NO_ACCESS
-                    };
-                }
-                KFD_IOCTL_SVM_ATTR_SET_FLAGS => {
-                    a.value = ranges.iter().fold(u32::MAX, |m, r| m & r.flags);
-                }
-                KFD_IOCTL_SVM_ATTR_CLR_FLAGS => {
-                    a.value = !ranges.iter().fold(0, |m, r| m | r.flags);
-                }
-                KFD_IOCTL_SVM_ATTR_GRANULARITY => {
-                    a.value = ranges
-                        .iter()
-                        .map(|r| r.granularity)
-                        .min()
-                        .unwrap_or(SVM_DEFAULT_GRANULARITY);
-                }
-                _ => return Err(Errno::EINVAL),
-            }
-        }
-        Ok(())
-    }
-
     /// Accounting of one GPU.
     pub(crate) fn usage(&self, gpu_id: u32) -> Option<GpuMemoryUsage> {
         let gpu = self.gpu(gpu_id).ok()?;
@@ -934,6 +698,6 @@ impl Memory {
 
     /// Live dma-bufs.
     pub(crate) fn dmabuf_count(&self) -> usize {
-        self.dmabufs.len()
+        self.dmabufs.count()
     }
 }

@@ -13,8 +13,10 @@ pub(crate) mod smi;
 mod cp_hooks;
 mod device;
 mod dispatch;
+mod dmabuf;
 mod event;
 mod misc;
+mod svm;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

@@ -26,6 +26,9 @@ pub(super) enum Target {
 enum Release<M> {
     /// One registration of several was dropped; nothing else to do.
     Counted,
+    /// A scratch range with mapped slices: remove them first (libhsakmt's
+    /// `fmm_release_scratch`), then release again.
+    Slices(MemoryHandle),
     /// The object is busy now; unmap `mapped`, free `buffers`, forget it.
     Destroy { handle: MemoryHandle, buffers: KfdHandles, mapped: NodeSet },
     /// As `Destroy`, but the object's CPU view (`view`) was taken out and the free is pending:
@@ -109,6 +112,9 @@ impl<M: SharedMemory, S: state::MemoryStorage<M>> MemoryState<M, S> {
         if o.payload.mapping.as_ref().is_some_and(SharedMemory::is_shared) {
             return Err(memory::Error::MappingInUse { addr });
         }
+        if o.kind == MemoryKind::Scratch && self.scratch_slices.count(o.node) != 0 {
+            return Ok(Release::Slices(handle));
+        }
         o.payload.busy = true;
         let (buffers, mapped) = (o.kfd_handles, o.mapped_nodes);
         // Allocations the recycle cache may keep complete their free without the lock.
@@ -161,9 +167,18 @@ impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Frees an object, or drops one registration of registered user memory.
     pub(super) fn release(&self, target: Target) -> Result<(), Error> {
-        let step = self.memory.lock().begin_release(target)?;
+        let mut step = self.memory.lock().begin_release(target)?;
+        if let Release::Slices(h) = step {
+            self.remove_slices(h)?;
+            step = self.memory.lock().begin_release(Target::Handle(h))?;
+        }
         match step {
             Release::Counted => Ok(()),
+            // A slice mapped again meanwhile (by another thread).
+            Release::Slices(h) => {
+                let addr = self.memory.lock().objects.get(h).map_or(0, |o| o.start());
+                Err(memory::Error::Busy { addr }.into())
+            }
             Release::Destroy { handle, buffers, mapped } => {
                 self.finish_release(handle, buffers, mapped)
             }

@@ -1,6 +1,6 @@
 //! Mapping memory on GPUs: `hsaKmtMapMemoryToGPU`, `hsaKmtMapMemoryToGPUNodes`,
-//! `hsaKmtUnmapMemoryToGPU` (libhsakmt `_fmm_map_to_gpu`, `_fmm_unmap_from_gpu`, and the
-//! scratch variants).
+//! `hsaKmtUnmapMemoryToGPU` (libhsakmt `_fmm_map_to_gpu`, `_fmm_unmap_from_gpu`; scratch
+//! ranges are mapped in slices, see [`scratch`](super::scratch)).
 //!
 //! `MAP_MEMORY_TO_GPU` takes a list of gpu_ids and reports in `n_success` how many it mapped;
 //! when a signal interrupts it, the same argument is issued again and the kernel resumes after
@@ -18,6 +18,7 @@ use crate::uapi::{
     kfd_ioctl_map_memory_to_gpu_args, kfd_ioctl_unmap_memory_from_gpu_args,
 };
 
+use super::scratch::SliceMap;
 use super::state::{MemoryState, MemoryStorage};
 use super::{Error, Kfd, MapNodes};
 
@@ -25,8 +26,8 @@ use super::{Error, Kfd, MapNodes};
 enum MapStep {
     /// Nothing to ask the kernel; the GPU address.
     Done(u64),
-    /// Map a scratch range: create its VRAM buffer on its GPU.
-    Scratch { gpu_va: u64, size: u64, gpu_id: u32, node: u32 },
+    /// Map a slice of a scratch range: create its VRAM buffer on its GPU.
+    Scratch(SliceMap),
     /// Unmap `unmap`, then map `map`, for the buffers `handles`.
     Change { gpu_va: u64, handles: KfdHandles, map: NodeSet, unmap: NodeSet },
 }
@@ -62,9 +63,12 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         // (libhsakmt's `vm_find_object_by_userptr`): the same start registered with two sizes
         // is two registrations.
         let exact = (size != 0).then(|| self.objects.find_userptr(addr, size)).flatten();
-        let h = exact
-            .or_else(|| self.find_named(addr))
-            .ok_or(memory::Error::UnknownAddress { addr })?;
+        let named = exact.or_else(|| self.find_named(addr));
+        if let Some(h) = self.scratch_named(named, addr) {
+            let plan = self.plan_slice_map(h, addr, size)?;
+            return Ok((h, plan.map_or(MapStep::Done(addr), MapStep::Scratch)));
+        }
+        let h = named.ok_or(memory::Error::UnknownAddress { addr })?;
         let (all, handle_window) = (self.gpus, self.is_handle_address(addr));
         let default_peers = {
             let o = self.objects.get(h)?;
@@ -77,19 +81,6 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         }
         if handle_window || o.kind == MemoryKind::ReservedAddress {
             return Err(memory::Error::NotMappable { addr: start });
-        }
-        if o.kind == MemoryKind::Scratch {
-            if !o.kfd_handles.is_empty() {
-                return Ok((h, MapStep::Done(start)));
-            }
-            o.payload.busy = true;
-            let step = MapStep::Scratch {
-                gpu_va: start,
-                size: o.size(),
-                gpu_id: o.payload.gpu_id,
-                node: o.node,
-            };
-            return Ok((h, step));
         }
         if o.kfd_handles.is_empty() {
             return Err(memory::Error::NotMappable { addr: start });
@@ -135,7 +126,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     ///
     /// `addr` is the start of an allocation, or the CPU address registered user memory was
     /// registered with. Registered user memory is mapped once and then reference counted.
-    /// Mapping a scratch range creates its VRAM on its GPU.
+    /// Mapping a slice of a scratch range (`addr` anywhere inside it) creates VRAM of its own
+    /// on its GPU, as libhsakmt's `_fmm_map_to_gpu_scratch` does.
     ///
     /// # Errors
     /// [`memory::Error::UnknownAddress`] (including interior pointers and address 0);
@@ -165,19 +157,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         let (h, step) = self.memory.lock().plan_map(addr, size, nodes)?;
         match step {
             MapStep::Done(va) => Ok(va),
-            MapStep::Scratch { gpu_va, size, gpu_id, node } => {
-                let result = self.map_scratch(gpu_va, size, gpu_id);
-                let mut st = self.memory.lock();
-                if let Ok(o) = st.objects.get_mut(h) {
-                    o.payload.busy = false;
-                    if let Ok(handle) = result {
-                        o.kfd_handles = KfdHandles::single(handle);
-                        o.mapped_nodes = NodeSet::single(node).unwrap_or_default();
-                        o.mapping_count = 1;
-                    }
-                }
-                result.map(|_| gpu_va)
-            }
+            MapStep::Scratch(plan) => self.map_slice(h, plan),
             MapStep::Change { gpu_va, handles, map, unmap } => {
                 let result = self
                     .unmap_object(h, handles, unmap)
@@ -196,10 +176,13 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
 
     /// Unmaps memory from every GPU it is mapped on (`hsaKmtUnmapMemoryToGPU`). Address 0 and
     /// memory that is not mapped succeed (as in libhsakmt); registered user memory mapped
-    /// several times only drops a reference.
+    /// several times only drops a reference. Inside a scratch range, `addr` names the slice
+    /// starting there, whose buffer is unmapped and freed (the range's start with no slice
+    /// mapped succeeds).
     ///
     /// # Errors
-    /// [`memory::Error::UnknownAddress`]; [`memory::Error::Busy`]; [`Error::Ioctl`] (`EBUSY`
+    /// [`memory::Error::UnknownAddress`] (inside a scratch range: no slice starts at `addr`);
+    /// [`memory::Error::Busy`]; [`Error::Ioctl`] (`EBUSY`
     /// while a queue uses the memory; devices already unmapped are recorded as such);
     /// [`Error::NotOpened`] / [`Error::ForkedChild`].
     pub fn unmap_memory_from_gpu(&self, addr: u64) -> Result<(), Error> {
@@ -207,9 +190,14 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
         if addr == 0 {
             return Ok(());
         }
-        let (h, handles, mapped, scratch) = {
+        let (h, handles, mapped) = {
             let mut st = self.memory.lock();
-            let h = st.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
+            let named = st.find_named(addr);
+            if let Some(h) = st.scratch_named(named, addr) {
+                drop(st);
+                return self.unmap_slice(h, addr);
+            }
+            let h = named.ok_or(memory::Error::UnknownAddress { addr })?;
             let o = st.objects.get_mut(h)?;
             if o.payload.busy {
                 return Err(memory::Error::Busy { addr: o.start() }.into());
@@ -222,24 +210,14 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
                 return Ok(());
             }
             o.payload.busy = true;
-            (h, o.kfd_handles, o.mapped_nodes, o.kind == MemoryKind::Scratch)
+            (h, o.kfd_handles, o.mapped_nodes)
         };
-        let mut result = self.unmap_object(h, handles, mapped);
-        if scratch && result.is_ok() {
-            // The scratch range keeps its address; its VRAM goes.
-            for &handle in handles.as_slice() {
-                let mut args = kfd_ioctl_free_memory_of_gpu_args { handle };
-                result = result.and(self.raw_ioctl(&mut Ioctl::FreeMemoryOfGpu(&mut args)));
-            }
-        }
+        let result = self.unmap_object(h, handles, mapped);
         let mut st = self.memory.lock();
         if let Ok(o) = st.objects.get_mut(h) {
             o.payload.busy = false;
             if result.is_ok() {
                 o.mapping_count = 0;
-                if scratch {
-                    o.kfd_handles = KfdHandles::EMPTY;
-                }
             }
         }
         result
@@ -334,7 +312,7 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
     }
 
     /// `UNMAP_MEMORY_FROM_GPU`; on failure also how many devices were done.
-    fn kfd_unmap(&self, handle: u64, devices: &[u32]) -> Result<(), (Error, u32)> {
+    pub(super) fn kfd_unmap(&self, handle: u64, devices: &[u32]) -> Result<(), (Error, u32)> {
         let mut args = kfd_ioctl_unmap_memory_from_gpu_args {
             handle,
             device_ids_array_ptr: 0,
@@ -345,8 +323,8 @@ impl<P: Platform, S: MemoryStorage<P::Mapping>> Kfd<P, S> {
             .map_err(|e| (e, args.n_success))
     }
 
-    /// Creates and maps the VRAM of a scratch range on its GPU (`_fmm_map_to_gpu_scratch`).
-    fn map_scratch(&self, gpu_va: u64, size: u64, gpu_id: u32) -> Result<u64, Error> {
+    /// Creates and maps the VRAM of a scratch slice on its GPU (`_fmm_map_to_gpu_scratch`).
+    pub(super) fn map_scratch(&self, gpu_va: u64, size: u64, gpu_id: u32) -> Result<u64, Error> {
         let mut args = kfd_ioctl_alloc_memory_of_gpu_args {
             va_addr: gpu_va,
             size,

@@ -99,6 +99,7 @@ mod map;
 pub(crate) mod pending;
 mod query;
 mod register;
+mod scratch;
 pub(crate) mod state;
 mod svm;
 

@@ -189,17 +189,24 @@ pub struct MemoryUsage {
 
 impl<P: Platform, S: state::MemoryStorage<P::Mapping>> Kfd<P, S> {
     /// The KFD buffer handle of the memory starting at `addr` (for example the event page's,
-    /// which the first `CREATE_EVENT` takes).
+    /// which the first `CREATE_EVENT` takes); inside a scratch range, that of the mapped slice
+    /// starting at `addr`.
     ///
     /// # Errors
-    /// [`memory::Error::UnknownAddress`], [`memory::Error::NoKfdBuffer`] for address-only or
-    /// scratch reservations; [`Error::NotOpened`] / [`Error::ForkedChild`].
+    /// [`memory::Error::UnknownAddress`], [`memory::Error::NoKfdBuffer`] for address-only
+    /// ranges and scratch without a mapped slice at `addr`; [`Error::NotOpened`] /
+    /// [`Error::ForkedChild`].
     pub fn kfd_handle(&self, addr: u64) -> Result<u64, Error> {
         self.check_open()?;
         let st = self.memory.lock();
+        let none = memory::Error::NoKfdBuffer { addr };
+        if st.scratch_containing(addr).is_some() {
+            let slice = st.scratch_slices.find(addr).filter(|s| s.is_mapped()).ok_or(none)?;
+            return Ok(slice.handle);
+        }
         let h = st.find_named(addr).ok_or(memory::Error::UnknownAddress { addr })?;
         let o = st.objects.get(h)?;
-        Ok(o.kfd_handles.first().ok_or(memory::Error::NoKfdBuffer { addr })?)
+        Ok(o.kfd_handles.first().ok_or(none)?)
     }
 
     /// A CPU view of the memory containing `addr` (the whole object; its

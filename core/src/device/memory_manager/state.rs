@@ -16,6 +16,7 @@ use crate::memory::aperture::{
 };
 use crate::memory::objects::{IndexNode, MemoryHandle, ObjectSlot, ObjectTable, RetiredObject};
 use crate::memory::recycle::{BinTag, RecycleCache};
+use crate::memory::scratch_slices::ScratchSlices;
 use crate::memory::va::VaSlot;
 use crate::memory::{Error, MemFlags, NodeSet, PAGE_SIZE, Violation};
 use crate::platform::SharedMemory;
@@ -341,6 +342,8 @@ pub(crate) struct MemoryState<M, S: MemoryStorage<M>> {
     pub(crate) claimed: u32,
     /// Frees whose ioctls are in flight (see [`super::pending`]).
     pub(crate) pending_frees: Pending<MemoryHandle>,
+    /// The mapped slices of the scratch ranges, each with a VRAM buffer of its own.
+    pub(crate) scratch_slices: ScratchSlices,
 }
 
 impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
@@ -376,6 +379,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             recycle: RecycleCache::new(),
             claimed: 0,
             pending_frees: Pending::EMPTY,
+            scratch_slices: ScratchSlices::new(),
         }
     }
 
@@ -383,6 +387,7 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
     /// Pending operations become orphans (see [`super::pending`]).
     pub(crate) fn reset(&mut self) {
         self.objects.clear();
+        self.scratch_slices.clear();
         self.recycle.clear();
         self.claimed = 0;
         self.pending_frees.orphan_all();

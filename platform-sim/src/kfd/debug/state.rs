@@ -37,6 +37,9 @@ pub(crate) struct DebugState {
     pub(crate) enabled: bool,
     /// The descriptor the kernel writes `'.'` into for subscribed exceptions (`dbg_ev_file`).
     pub(crate) notify_fd: Option<u32>,
+    /// When that descriptor is the process's own (a FIFO or pipe the debugger made, not one of
+    /// the simulator's files): a second open of it, written instead.
+    pub(crate) notify_file: Option<std::fs::File>,
     /// `exception_enable_mask`: exceptions raised to the debugger.
     pub(crate) exception_enable_mask: u64,
     /// Raised process exceptions.
@@ -70,6 +73,7 @@ impl DebugState {
             runtime_sema: 0,
             enabled: false,
             notify_fd: None,
+            notify_file: None,
             exception_enable_mask: 0,
             process_status: 0,
             device_status: BTreeMap::new(),
@@ -260,6 +264,10 @@ pub(crate) fn raise_locked(s: &mut DebugState, files: &Files, mask: u64, source:
 /// Writes the one-byte notification (a full or closed descriptor loses it, as the kernel's
 /// write does).
 pub(crate) fn notify(s: &DebugState, files: &Files) {
+    if let Some(mut file) = s.notify_file.as_ref() {
+        let _ = std::io::Write::write(&mut file, b".");
+        return;
+    }
     if let Some(fd) = s.notify_fd
         && let Some(File::PipeWrite(_)) = files.get(fd)
     {

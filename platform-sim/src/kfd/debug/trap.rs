@@ -105,9 +105,11 @@ impl KfdModel {
             }
             KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE => {
                 let mut o = a.op_args.launch_override();
-                self.set_launch_override(&mut o)?;
+                let r = self.set_launch_override(&mut o);
+                // The supported mask reaches the caller even with EACCES (kfd_ioctl copies the
+                // argument back whatever the result): how a debugger learns what to ask.
                 a.op_args = o.into();
-                Ok(())
+                r
             }
             KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE => {
                 let mode = a.op_args.launch_mode().launch_mode;
@@ -221,15 +223,15 @@ impl KfdModel {
                 return Err(Errno::EBUSY);
             }
         }
-        if !matches!(
+        let ours = matches!(
             self.files.get(e.dbg_fd),
             Some(File::PipeWrite(_) | File::PipeRead(_) | File::Smi(_))
-        ) {
-            return Err(Errno::EBADF);
-        }
+        );
+        let notify_file = if ours { None } else { Some(open_process_fd(e.dbg_fd)?) };
         let mut s = self.debug.lock();
         s.enabled = true;
         s.notify_fd = Some(e.dbg_fd);
+        s.notify_file = notify_file;
         s.exception_enable_mask = e.exception_mask;
         if let DbgTrapData::RuntimeInfo(r) = data {
             **r = s.runtime;
@@ -253,6 +255,7 @@ impl KfdModel {
         }
         s.enabled = false;
         s.notify_fd = None;
+        s.notify_file = None;
         s.process_status = 0;
         s.device_status.clear();
         s.queue_status.clear();
@@ -309,16 +312,16 @@ impl KfdModel {
                 return Err(refusal);
             }
         }
-        if o.support_request_mask & !supported != 0 {
+        let request = o.support_request_mask;
+        o.support_request_mask = supported;
+        if request & !supported != 0 {
             return Err(Errno::EACCES);
         }
         let mut s = self.debug.lock();
         let prev = s.trap_override.1;
-        let request = o.support_request_mask;
         let next = (o.enable_mask & request) | (prev & !request);
         s.trap_override = (o.override_mode, next);
         o.enable_mask = prev;
-        o.support_request_mask = supported;
         Ok(())
     }
 
@@ -623,4 +626,16 @@ impl KfdModel {
 
 fn size_of_u32<T>() -> u32 {
     u32::try_from(size_of::<T>()).unwrap_or(u32::MAX)
+}
+
+/// The process's own descriptor `fd` (kfdtest passes a FIFO it opened), opened a second time
+/// through `/proc/self/fd` for non-blocking writes — the simulator cannot borrow a number it
+/// does not own. `EBADF` when it is not open or cannot be written.
+fn open_process_fd(fd: u32) -> Result<std::fs::File, Errno> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
+        .open(format!("/proc/self/fd/{fd}"))
+        .map_err(|_| Errno::EBADF)
 }
