@@ -43,7 +43,8 @@ fn live() -> MutexGuard<'static, BTreeMap<usize, Placed>> {
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether a live placed mapping overlaps `[addr, end)`.
+/// Whether a live placed mapping overlaps `[addr, end)`: one starting below `end` reaches past
+/// `addr` (with `addr == end`, whether one straddles that address).
 fn overlaps(map: &BTreeMap<usize, Placed>, addr: usize, end: usize) -> bool {
     map.range(..end).next_back().is_some_and(|(&a, p)| a + p.len > addr)
 }
@@ -104,9 +105,8 @@ pub(crate) fn unplace(addr: usize, len: usize) {
 pub(crate) fn release(addr: usize, size: usize) -> Result<(), Errno> {
     let end = addr.checked_add(size).ok_or(Errno::EINVAL)?;
     let mut live = live();
-    let straddles =
-        |at: usize| live.range(..at).next_back().is_some_and(|(&a, p)| a < at && a + p.len > at);
-    if straddles(addr) || straddles(end) {
+    // A mapping straddles an end when it starts below it and reaches past it.
+    if overlaps(&live, addr, addr) || overlaps(&live, end, end) {
         return Err(Errno::EBUSY);
     }
     let mut cursor = addr;

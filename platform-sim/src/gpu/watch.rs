@@ -17,6 +17,7 @@ use hsakmt_core::uapi::{
 
 use crate::isa::limits::LANES;
 use crate::isa::memory::{AtomicOp, MemFault, WaveMemory};
+use crate::isa::wave::active_lanes;
 
 /// What a wave did to memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,10 +108,10 @@ impl<'a, M: WaveMemory> WatchedMemory<'a, M> {
         if self.points.is_empty() {
             return;
         }
-        let mut m = mask;
-        while m != 0 && self.hit.is_none() {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for l in active_lanes(mask) {
+            if self.hit.is_some() {
+                break;
+            }
             self.check(addresses[l], 4, access);
         }
     }
