@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use firmware_tests::{SimKfd, device};
-use hsakmt_core::device::{Error, EventDescriptor, Mailbox, SignalCondition};
+use hsakmt_core::device::{Error, EventDescriptor, Mailbox, SignalCondition, SignalValue};
 use hsakmt_core::error::{Errno, Error as _, ErrorKind};
 use hsakmt_core::event::{
     self, EventData, EventHandle, EventType, FaultFlags, Filter, Fired, INITIAL_AGE, MemoryError,
@@ -655,6 +655,32 @@ fn signal_waits_spin_then_sleep_and_stores_wake_only_sleepers() {
         kfd.wait_signal(mem, &value, SignalCondition::Eq(7), Timeout::Immediate, 0),
         Err(Error::Event(event::Error::NotCpuSettable(EventType::Memory)))
     );
+}
+
+/// A signal value that never changes and counts how often it is read.
+struct CountedValue(AtomicUsize);
+
+impl SignalValue for CountedValue {
+    fn load_acquire(&self) -> i64 {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        1
+    }
+    fn store_release(&self, _: i64) {}
+}
+
+#[test]
+fn a_signal_wait_that_must_not_spin_goes_to_the_kernel_at_once() {
+    let kfd = open(SimPlatform::new());
+    let h = signal(&kfd);
+    let value = CountedValue(AtomicUsize::new(0));
+    let r = kfd.wait_signal(h, &value, SignalCondition::Eq(0), Timeout::Millis(1), 0).unwrap();
+    assert_eq!(r.result, WaitResult::TimedOut);
+    assert!(r.kernel_waits >= 1);
+    // One read on entry, one before deciding not to spin, one before each kernel wait and
+    // one after the last: no spinning (a spin of 64 pauses before the first clock read cost
+    // microseconds per wait).
+    let reads = value.0.load(Ordering::Relaxed);
+    assert!(reads <= 3 + r.kernel_waits as usize, "{reads} reads, {} kernel waits", r.kernel_waits);
 }
 
 /// Races a store against a waiter going to sleep, many times: a lost wake-up hangs the waiter

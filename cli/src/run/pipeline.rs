@@ -43,11 +43,31 @@ pub(super) fn step(input: u32, seed: u32) -> u32 {
     input.wrapping_mul(3).wrapping_add(seed)
 }
 
-/// The input word `i` of iteration `n`.
-fn input_word(n: u64, i: u32) -> u32 {
-    let x =
-        n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(i).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    (x >> 29) as u32
+/// Mixes the iteration number into every input word.
+const ITERATION_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Mixes the word's index into it.
+const INDEX_MIX: u64 = 0xBF58_476D_1CE4_E5B9;
+
+/// Fills `block` with iteration `n`'s input: word `i` is `(n·M ^ i·K) >> 29` (little-endian),
+/// `i·K` kept as a running sum so the loop has no multiply and vectorizes.
+fn fill_input(n: u64, block: &mut [u8]) {
+    let iteration = n.wrapping_mul(ITERATION_MIX);
+    let mut index = 0u64;
+    for w in block.chunks_exact_mut(4) {
+        w.copy_from_slice(&(((iteration ^ index) >> 29) as u32).to_le_bytes());
+        index = index.wrapping_add(INDEX_MIX);
+    }
+}
+
+/// Whether every word of `output` is `expect` of the same word of `input`. Reads every word
+/// (no early exit), so the check vectorizes and costs the same on every iteration.
+fn all_words_match(input: &[u8], output: &[u8], expect: impl Fn(u32) -> u32) -> bool {
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let differ = input
+        .chunks_exact(4)
+        .zip(output.chunks_exact(4))
+        .fold(0u32, |acc, (i, o)| acc | (word(o) ^ expect(word(i))));
+    differ == 0 && input.len() == output.len()
 }
 
 /// The registered blit kernel agents without DMA engines copy with (ROCr's blit-kernel
@@ -282,9 +302,7 @@ impl<'d> Pipeline<'d> {
             |what: &'static str| move |err: DriverError| format!("iteration {n}: {what}: {err}");
         let words = |p: AqlPacket| p.to_words().map_err(|err| format!("iteration {n}: {err}"));
         let seed = (n as u32).wrapping_mul(7);
-        for (i, w) in input.chunks_exact_mut(4).enumerate() {
-            w.copy_from_slice(&input_word(n, i as u32).to_le_bytes());
-        }
+        fill_input(n, input);
         d.write(self.host_in.addr, input).map_err(e("input"))?;
         for s in [self.copied_in, self.computed, self.copied_out] {
             d.signal_store(s, 1).map_err(e("signal reset"))?;
@@ -355,12 +373,10 @@ impl<'d> Pipeline<'d> {
             }
         }
         d.read(self.host_out.addr, output).map_err(e("result"))?;
-        let ok = input.chunks_exact(4).zip(output.chunks_exact(4)).all(|(i, o)| {
-            let i = u32::from_le_bytes([i[0], i[1], i[2], i[3]]);
-            let o = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
-            o == if self.step.is_some() { step(i, seed) } else { i }
-        });
-        Ok(ok)
+        Ok(match self.step {
+            Some(_) => all_words_match(input, output, |i| step(i, seed)),
+            None => all_words_match(input, output, |i| i),
+        })
     }
 
     /// Destroys the queue and signals and frees the buffers, each even when an earlier step
@@ -489,6 +505,30 @@ mod tests {
     fn gpu(d: &dyn Driver) -> AgentId {
         let mut agents = (0..d.agent_count()).filter_map(|i| d.agent(i));
         agents.find(|a| a.kind == AgentKind::Gpu).unwrap().id
+    }
+
+    #[test]
+    fn input_words_follow_their_formula_and_a_wrong_word_anywhere_is_seen() {
+        let n = 12_345u64;
+        let mut block = vec![0u8; 4 * 1000];
+        fill_input(n, &mut block);
+        for (i, w) in block.chunks_exact(4).enumerate() {
+            let x = n.wrapping_mul(ITERATION_MIX) ^ (i as u64).wrapping_mul(INDEX_MIX);
+            assert_eq!(u32::from_le_bytes(w.try_into().unwrap()), (x >> 29) as u32, "word {i}");
+        }
+        let seed = 7;
+        let out: Vec<u8> = block
+            .chunks_exact(4)
+            .flat_map(|w| step(u32::from_le_bytes(w.try_into().unwrap()), seed).to_le_bytes())
+            .collect();
+        assert!(all_words_match(&block, &out, |i| step(i, seed)));
+        assert!(!all_words_match(&block, &out, |i| i));
+        for at in [0, 1, 2001, out.len() - 1] {
+            let mut bad = out.clone();
+            bad[at] ^= 0x10;
+            assert!(!all_words_match(&block, &bad, |i| step(i, seed)), "byte {at}");
+        }
+        assert!(!all_words_match(&block, &out[..8], |i| step(i, seed)), "short output");
     }
 
     #[test]
