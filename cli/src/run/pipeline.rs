@@ -45,16 +45,17 @@ pub(super) fn step(input: u32, seed: u32) -> u32 {
 
 /// Mixes the iteration number into every input word.
 const ITERATION_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
-/// Mixes the word's index into it.
-const INDEX_MIX: u64 = 0xBF58_476D_1CE4_E5B9;
+/// Mixes the word's index into it (odd: distinct indices give distinct words).
+const INDEX_MIX: u32 = 0x85EB_CA6B;
 
-/// Fills `block` with iteration `n`'s input: word `i` is `(n·M ^ i·K) >> 29` (little-endian),
-/// `i·K` kept as a running sum so the loop has no multiply and vectorizes.
+/// Fills `block` with iteration `n`'s input: word `i` is `(n·M >> 32) ^ i·K` (little-endian,
+/// 32-bit), so every word of a block differs and every iteration's block is new. `i·K` is kept
+/// as a running sum: the loop has no multiply and vectorizes.
 fn fill_input(n: u64, block: &mut [u8]) {
-    let iteration = n.wrapping_mul(ITERATION_MIX);
-    let mut index = 0u64;
+    let iteration = (n.wrapping_mul(ITERATION_MIX) >> 32) as u32;
+    let mut index = 0u32;
     for w in block.chunks_exact_mut(4) {
-        w.copy_from_slice(&(((iteration ^ index) >> 29) as u32).to_le_bytes());
+        w.copy_from_slice(&(iteration ^ index).to_le_bytes());
         index = index.wrapping_add(INDEX_MIX);
     }
 }
@@ -513,8 +514,9 @@ mod tests {
         let mut block = vec![0u8; 4 * 1000];
         fill_input(n, &mut block);
         for (i, w) in block.chunks_exact(4).enumerate() {
-            let x = n.wrapping_mul(ITERATION_MIX) ^ (i as u64).wrapping_mul(INDEX_MIX);
-            assert_eq!(u32::from_le_bytes(w.try_into().unwrap()), (x >> 29) as u32, "word {i}");
+            let x =
+                (n.wrapping_mul(ITERATION_MIX) >> 32) as u32 ^ (i as u32).wrapping_mul(INDEX_MIX);
+            assert_eq!(u32::from_le_bytes(w.try_into().unwrap()), x, "word {i}");
         }
         let seed = 7;
         let out: Vec<u8> = block

@@ -408,6 +408,10 @@ pub struct SdmaQueue<M: SharedMemory> {
     _token: ProducerToken<M>,
 }
 
+/// The most packets a completion takes: the signal value's two halves, the mailbox fence and
+/// trap, the queue's fence.
+const COMPLETION_PACKETS: usize = 5;
+
 /// Packets per ring submission when a copy is split: at most a quarter of the ring.
 const fn batch_packets(ring_size: u64) -> u64 {
     let n = ring_size / 4 / 28;
@@ -483,14 +487,15 @@ impl<M: SharedMemory> SdmaQueue<M> {
         }
     }
 
-    fn finish(
-        &mut self,
+    /// The packets completing the next submission: the signal's value (and the mailbox
+    /// event's fence and trap), then the queue's fence with the submission's number. Built
+    /// before anything is written, so an address that overflows submits nothing.
+    fn completion_packets(
+        &self,
         completion: SdmaCompletion,
-        mut relax: impl FnMut(),
-    ) -> Result<SdmaTicket, QueueError> {
-        let seq = self.next;
-        let fence = SdmaPacket::Fence { addr: self.fence_address(), data: seq, mtype: 0 };
-        let mut tail = [SdmaPacket::Nop { dwords: 1 }; 5];
+    ) -> Result<([SdmaPacket; COMPLETION_PACKETS], usize), SdmaError> {
+        let fence = SdmaPacket::Fence { addr: self.fence_address(), data: self.next, mtype: 0 };
+        let mut tail = [SdmaPacket::Nop { dwords: 1 }; COMPLETION_PACKETS];
         let mut n = 0;
         if let SdmaCompletion::Signal { signal, value, mailbox } = completion {
             let at = signal.checked_add(VALUE_OFFSET as u64).ok_or(SdmaError::AddressOverflow)?;
@@ -509,25 +514,46 @@ impl<M: SharedMemory> SdmaQueue<M> {
             *slot = fence;
             n = n.saturating_add(1);
         }
-        let packets = tail.get(..n).unwrap_or_default();
-        self.ring.submit(packets.iter().copied(), &mut relax)?;
-        self.next = seq.wrapping_add(1);
-        Ok(SdmaTicket(seq))
+        Ok((tail, n))
     }
 
+    /// The ticket of the submission just completed by its fence; numbers the next one.
+    fn advance(&mut self) -> SdmaTicket {
+        let seq = self.next;
+        self.next = seq.wrapping_add(1);
+        SdmaTicket(seq)
+    }
+
+    fn finish(
+        &mut self,
+        completion: SdmaCompletion,
+        mut relax: impl FnMut(),
+    ) -> Result<SdmaTicket, QueueError> {
+        let (tail, n) = self.completion_packets(completion)?;
+        self.ring.submit(tail.get(..n).unwrap_or_default().iter().copied(), &mut relax)?;
+        Ok(self.advance())
+    }
+
+    /// Submits `bytes` of work as packets of at most `per_packet` bytes each (`make` builds
+    /// one from its offset and length), in batches the ring can hold, then `completion`: in
+    /// the last batch when it fits there (one write-pointer store and one doorbell for a copy
+    /// that takes one packet), else on its own.
     fn submit_split(
         &mut self,
         bytes: u64,
         per_packet: u64,
         mut make: impl FnMut(u64, u64) -> Result<SdmaPacket, SdmaError>,
-        relax: &mut impl FnMut(),
-    ) -> Result<(), QueueError> {
-        let batch = batch_packets(self.ring.size());
+        completion: SdmaCompletion,
+        mut relax: impl FnMut(),
+    ) -> Result<SdmaTicket, QueueError> {
+        let (tail, tail_len) = self.completion_packets(completion)?;
+        let batch = usize::try_from(batch_packets(self.ring.size())).unwrap_or(usize::MAX);
+        let batch = batch.min(SDMA_SUBMIT_BATCH);
         let mut done = 0u64;
-        while done < bytes {
+        loop {
             let mut buf = [SdmaPacket::Nop { dwords: 1 }; SDMA_SUBMIT_BATCH];
             let mut n = 0;
-            while done < bytes && (n as u64) < batch && n < buf.len() {
+            while done < bytes && n < batch {
                 let chunk = bytes.saturating_sub(done).min(per_packet);
                 if let Some(slot) = buf.get_mut(n) {
                     *slot = make(done, chunk)?;
@@ -535,10 +561,23 @@ impl<M: SharedMemory> SdmaQueue<M> {
                 n = n.saturating_add(1);
                 done = done.saturating_add(chunk);
             }
+            let last = done >= bytes;
+            if last && n.saturating_add(tail_len) <= batch {
+                for (slot, p) in buf.iter_mut().skip(n).zip(tail.iter().take(tail_len)) {
+                    *slot = *p;
+                }
+                let packets = buf.get(..n.saturating_add(tail_len)).unwrap_or_default();
+                self.ring.submit(packets.iter().copied(), &mut relax)?;
+                return Ok(self.advance());
+            }
             let packets = buf.get(..n).unwrap_or_default();
-            self.ring.submit(packets.iter().copied(), &mut *relax)?;
+            self.ring.submit(packets.iter().copied(), &mut relax)?;
+            if last {
+                break;
+            }
         }
-        Ok(())
+        self.ring.submit(tail.get(..tail_len).unwrap_or_default().iter().copied(), &mut relax)?;
+        Ok(self.advance())
     }
 
     /// Copies `bytes` from `src` to `dst` (GPU virtual addresses: host memory, this GPU's VRAM,
@@ -555,7 +594,7 @@ impl<M: SharedMemory> SdmaQueue<M> {
         src: u64,
         bytes: u64,
         completion: SdmaCompletion,
-        mut relax: impl FnMut(),
+        relax: impl FnMut(),
     ) -> Result<SdmaTicket, QueueError> {
         let limits = self.ring.limits();
         limits.plan_copy(src, dst, bytes)?;
@@ -568,9 +607,9 @@ impl<M: SharedMemory> SdmaQueue<M> {
                 let (src, dst) = (src.saturating_add(off), dst.saturating_add(off));
                 Ok(SdmaPacket::CopyLinear { src, dst, bytes: len as u32 })
             },
-            &mut relax,
-        )?;
-        self.finish(completion, relax)
+            completion,
+            relax,
+        )
     }
 
     /// Fills `bytes` (a multiple of 4) at `dst` (dword-aligned) with `data`.
@@ -583,7 +622,7 @@ impl<M: SharedMemory> SdmaQueue<M> {
         data: u32,
         bytes: u64,
         completion: SdmaCompletion,
-        mut relax: impl FnMut(),
+        relax: impl FnMut(),
     ) -> Result<SdmaTicket, QueueError> {
         self.ring.limits().plan_fill(dst, data, bytes)?;
         let max = u64::from(crate::queue::sdma::MAX_FILL_BYTES);
@@ -594,9 +633,9 @@ impl<M: SharedMemory> SdmaQueue<M> {
                 let dst = dst.saturating_add(off);
                 Ok(SdmaPacket::ConstantFill { dst, data, bytes: len as u32 })
             },
-            &mut relax,
-        )?;
-        self.finish(completion, relax)
+            completion,
+            relax,
+        )
     }
 
     /// Submits only a completion (fence, and optionally a signal): completes when every earlier
@@ -714,27 +753,66 @@ mod tests {
     use crate::queue::test_mem::TestMem;
     use std::vec::Vec;
 
-    fn queue(ring: usize) -> (SdmaQueue<TestMem>, SdmaConsumer<TestMem>, TestMem) {
+    /// A queue over a `ring`-byte ring, its consumer, its pointers and its doorbell page.
+    fn queue(ring: usize) -> (SdmaQueue<TestMem>, SdmaConsumer<TestMem>, TestMem, TestMem) {
         let pointers = TestMem::new(4096);
+        let doorbell = TestMem::new(4096);
         let mem = SdmaRingMemory {
             ring: TestMem::at(0x4000_0000, ring),
             pointers: pointers.clone(),
             rptr_offset: 128,
             wptr_offset: 56,
-            doorbell: TestMem::new(4096),
+            doorbell: doorbell.clone(),
             doorbell_offset: 8,
         };
         let cons = SdmaConsumer::new(mem.clone(), SdmaLimits::COUNT22).unwrap();
         let ring = SdmaRing::new(mem, SdmaLimits::COUNT22).unwrap();
         let h = QueueHandle::from_raw(1 << 32);
-        (SdmaQueue::new(h, 3, ring, pointers.clone(), 256), cons, pointers)
+        (SdmaQueue::new(h, 3, ring, pointers.clone(), 256), cons, pointers, doorbell)
+    }
+
+    /// A copy of one packet and its completion are one submission: one write-pointer store,
+    /// one doorbell. A completion whose address overflows submits nothing at all.
+    #[test]
+    fn a_small_copy_and_its_completion_ring_the_doorbell_once() {
+        let (mut q, cons, pointers, doorbell) = queue(4096);
+        let signal = SdmaCompletion::Signal {
+            signal: 0x5000,
+            value: 0,
+            mailbox: Some(Mailbox { address: 0x6000, event_id: 4 }),
+        };
+        let t = q.copy(0x9000_0000, 0x1000_0000, 4096, signal, || unreachable!()).unwrap();
+        assert_eq!((t, doorbell.doorbell_count()), (SdmaTicket(1), 1));
+        let mut seen = Vec::new();
+        while let Some(p) = cons.pop() {
+            seen.push(p.unwrap());
+        }
+        assert_eq!(seen.len(), 6, "{seen:?}");
+        assert_eq!(
+            seen[0],
+            SdmaPacket::CopyLinear { src: 0x1000_0000, dst: 0x9000_0000, bytes: 4096 }
+        );
+        assert_eq!(seen[5], SdmaPacket::Fence { addr: pointers.addr() + 256, data: 1, mtype: 0 });
+        assert_eq!(doorbell.last_doorbell(), cons.rptr());
+        let wptr = cons.rptr();
+        let top = SdmaCompletion::Signal { signal: u64::MAX - 4, value: 0, mailbox: None };
+        assert_eq!(
+            q.copy(0x9000_0000, 0x1000_0000, 4096, top, || unreachable!()).unwrap_err(),
+            QueueError::Sdma(SdmaError::AddressOverflow)
+        );
+        assert_eq!(doorbell.doorbell_count(), 1, "nothing was submitted");
+        assert!(cons.pop().is_none());
+        assert_eq!(cons.rptr(), wptr);
+        // The next copy still gets the next number.
+        let t = q.copy(0x9000_0000, 0x1000_0000, 8, SdmaCompletion::Fence, || {}).unwrap();
+        assert_eq!((t, doorbell.doorbell_count()), (SdmaTicket(2), 2));
     }
 
     /// A large copy on a small ring is split into maximum-size packets, submitted as the
     /// (simulated) engine drains the ring, and followed by the completion packets.
     #[test]
     fn large_copy_splits_and_completes() {
-        let (mut q, cons, pointers) = queue(1024);
+        let (mut q, cons, pointers, _) = queue(1024);
         let bytes = 64 * (1u64 << 22) + 5;
         let mut seen = Vec::new();
         let t = q
