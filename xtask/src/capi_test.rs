@@ -172,16 +172,20 @@ fn compile(installed: &Installed, exe: &Path, link: Link) -> Result<PathBuf, Str
 }
 
 /// A directory holding `drm/drm.h` for `hsakmt/linux/kfd_ioctl.h`, which includes the kernel's
-/// `<drm/drm.h>`: Debian ships that header only as libdrm's `<libdrm/drm.h>`, so where
-/// `/usr/include/drm/drm.h` is missing the shim includes libdrm's.
+/// `<drm/drm.h>`: Debian ships that header only as libdrm's `<libdrm/drm.h>` (package
+/// `libdrm-dev`), so where `/usr/include/drm/drm.h` is missing the shim includes libdrm's,
+/// and where that is missing too (a fresh machine), `<linux/types.h>` (from the C library's
+/// kernel headers): `kfd_ioctl.h` takes only the `__u32`-style types from `drm.h`.
 fn drm_shim(exe: &Path) -> Result<PathBuf, String> {
     let dir = exe.with_extension("shim");
     let drm = dir.join("drm");
     std::fs::create_dir_all(&drm).map_err(|e| format!("creating {}: {e}", drm.display()))?;
     let text = if Path::new("/usr/include/drm/drm.h").exists() {
         "#include_next <drm/drm.h>\n"
-    } else {
+    } else if Path::new("/usr/include/libdrm/drm.h").exists() {
         "#include <libdrm/drm.h>\n"
+    } else {
+        "#include <linux/types.h>\n"
     };
     let file = drm.join("drm.h");
     std::fs::write(&file, text).map_err(|e| format!("writing {}: {e}", file.display()))?;
