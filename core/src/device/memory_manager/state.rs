@@ -296,7 +296,7 @@ pub enum SvmMode {
 /// The shape of an allocation request, as the recycle cache tells them apart: every input of
 /// [`MemoryState::plan_alloc`](super) but the fixed address (fixed-address requests are never
 /// served from the cache).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct AllocKey {
     pub(crate) size: u64,
     pub(crate) align: u64,
