@@ -158,20 +158,20 @@ pub(crate) enum ApertureId {
 /// (one clone; callers get more), the address range to give back, the GPU its buffer lives on,
 /// and whether an operation is in flight.
 pub struct MemoryPayload<M> {
-    pub(crate) mapping: Option<M>,
-    pub(crate) va: Option<(ApertureId, ApertureAllocation)>,
-    /// gpu_id the KFD buffer(s) were created on (0: none).
-    pub(crate) gpu_id: u32,
     /// An ioctl on this object is in progress (set and cleared under the lock).
     pub(crate) busy: bool,
-    /// The buffer came from a dma-buf import.
-    pub(crate) imported: bool,
-    /// The recycle-cache bin of the allocation's shape: once freed, its address range and slot
-    /// may wait there for the next allocation of the same shape.
-    pub(crate) recycle: Option<BinTag>,
     /// The CPU view was taken out by a free in flight (which drops it once the buffers are
     /// freed): the memory still counts as CPU-mapped until then.
     pub(crate) view_out: bool,
+    /// The buffer came from a dma-buf import.
+    pub(crate) imported: bool,
+    /// gpu_id the KFD buffer(s) were created on (0: none).
+    pub(crate) gpu_id: u32,
+    /// The recycle-cache bin of the allocation's shape: once freed, its address range and slot
+    /// may wait there for the next allocation of the same shape.
+    pub(crate) recycle: Option<BinTag>,
+    pub(crate) va: Option<(ApertureId, ApertureAllocation)>,
+    pub(crate) mapping: Option<M>,
 }
 
 impl<M> MemoryPayload<M> {
@@ -507,8 +507,8 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
 
     /// Removes a retired object for good and gives its address range back.
     pub(crate) fn discard_retired(&mut self, r: RetiredObject) {
-        if let Ok(obj) = self.objects.remove_retired(r) {
-            self.release_va(obj.payload.va);
+        if let Ok(va) = self.objects.remove_retired_with(r, |o| o.payload.va.take()) {
+            self.release_va(va);
         }
     }
 
@@ -554,13 +554,15 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             }
             return;
         }
-        if let Ok(obj) = self.objects.remove(handle) {
-            if obj.kind == crate::memory::objects::MemoryKind::Scratch
-                && let Some(n) = self.nodes.get_mut(obj.node as usize)
-            {
+        let scratch = crate::memory::objects::MemoryKind::Scratch;
+        if let Ok((scratch_node, va)) = self
+            .objects
+            .remove_with(handle, |o| ((o.kind == scratch).then_some(o.node), o.payload.va.take()))
+        {
+            if let Some(n) = scratch_node.and_then(|node| self.nodes.get_mut(node as usize)) {
                 n.scratch_backing = None;
             }
-            self.release_va(obj.payload.va);
+            self.release_va(va);
         }
     }
 
