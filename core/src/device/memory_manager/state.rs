@@ -358,12 +358,12 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         let unset = ApertureConfig::reserved(ApertureKind::SvmDefault, 0, 0);
         Self {
             objects: ObjectTable::with_storage((index, slots)),
-            default: Aperture::with_storage(unset, default_va),
-            coherent: Aperture::with_storage(
+            default: Aperture::unindexed(unset, default_va),
+            coherent: Aperture::unindexed(
                 ApertureConfig { kind: ApertureKind::SvmCoherent, ..unset },
                 coherent_va,
             ),
-            handles: Aperture::with_storage(
+            handles: Aperture::unindexed(
                 ApertureConfig { kind: ApertureKind::MemHandle, ..unset },
                 handle_va,
             ),
@@ -481,17 +481,37 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         align: Option<u64>,
         fixed: Option<u64>,
     ) -> Result<ApertureAllocation, Error> {
-        match self.aperture_mut(id).allocate(size, align, fixed) {
+        match self.allocate_va_once(id, size, align, fixed) {
             Err(
                 Error::OutOfSpace { .. }
                 | Error::AddressInUse { .. }
                 | Error::CapacityExhausted { .. },
             ) if !self.recycle.is_empty() => {
                 self.flush_recycled();
-                self.aperture_mut(id).allocate(size, align, fixed)
+                self.allocate_va_once(id, size, align, fixed)
             }
             r => r,
         }
+    }
+
+    /// [`Aperture::allocate`] from aperture `id`; for a fixed address, with the address range
+    /// of the object starting last at or below it as the allocator's starting point (the
+    /// apertures keep no address index of their own: every allocation of theirs is an object's
+    /// range, or one about to be recorded or given back, so the walk from there to the
+    /// address only passes those in flight).
+    fn allocate_va_once(
+        &mut self,
+        id: ApertureId,
+        size: u64,
+        align: Option<u64>,
+        fixed: Option<u64>,
+    ) -> Result<ApertureAllocation, Error> {
+        let near = fixed
+            .and_then(|addr| self.objects.last_at_or_below(addr))
+            .and_then(|o| o.payload.va)
+            .filter(|(aperture, _)| *aperture == id)
+            .map(|(_, a)| a);
+        self.aperture_mut(id).allocate_near(size, align, fixed, near.as_ref())
     }
 
     /// Releases every allocation the recycle cache holds (their slots and address ranges);
