@@ -421,10 +421,6 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         self.slot(i).map_or(NIL, |s| s.next_phys)
     }
 
-    fn prev_phys(&self, i: u32) -> u32 {
-        self.slot(i).map_or(NIL, |s| s.prev_phys)
-    }
-
     fn next_free(&self, i: u32) -> u32 {
         self.slot(i).map_or(NIL, |s| s.next_free)
     }
@@ -504,6 +500,11 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     fn list_unlink(&mut self, i: u32) {
         let Some(&s) = self.slot(i) else { return };
+        self.list_unlink_known(&s);
+    }
+
+    /// [`Self::list_unlink`] of the free block whose descriptor the caller has read (`s`).
+    fn list_unlink_known(&mut self, s: &VaSlot) {
         let (fl, sl) = mapping_insert(s.size >> GRANULE_SHIFT);
         if let Some(p) = self.slot_mut(s.prev_free) {
             p.next_free = s.next_free;
@@ -605,59 +606,54 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// Turns `[a, a + size)` of free block `b` into a used block; the caller checked that the
     /// range lies in `b` and that [`Self::split_cost`] descriptors are available.
     fn carve(&mut self, b: u32, a: u64, size: u64) -> u32 {
+        let Some(&bs) = self.slot(b) else { return NIL };
         // As in `release_used`: start the reads of the blocks this touches — `b`'s successor on
-        // its free list and its physical neighbours (the new block's index neighbours) — at
-        // once, so that their cache misses overlap.
-        if let Some(&s) = self.slot(b) {
-            let touched = self.state(s.next_free) as u32
-                ^ self.state(s.next_phys) as u32
-                ^ self.state(s.prev_phys) as u32;
-            core::hint::black_box(touched);
+        // its free list and its physical neighbours (the new block's neighbours) — at once, so
+        // that their cache misses overlap.
+        let touched = self.state(bs.next_free) as u32
+            ^ self.state(bs.next_phys) as u32
+            ^ self.state(bs.prev_phys) as u32;
+        core::hint::black_box(touched);
+        let (b_start, b_end) = (bs.links.key, bs.links.key.saturating_add(bs.size));
+        let a_end = a.saturating_add(size);
+        let (lead, trail) = (a > b_start, a_end < b_end);
+        self.list_unlink_known(&bs);
+        // A leading fragment keeps `b`; the allocation, and a trailing fragment, get new
+        // descriptors (taken in that order).
+        let used = if lead { self.acquire() } else { b };
+        let f = if trail { self.acquire() } else { NIL };
+        let after = bs.next_phys;
+        if let Some(s) = self.slot_mut(used) {
+            *s = VaSlot {
+                size,
+                prev_phys: if lead { b } else { bs.prev_phys },
+                next_phys: if trail { f } else { after },
+                state: State::Used,
+                ..VaSlot::EMPTY
+            };
+            s.links.key = a;
         }
-        let (b_start, b_end) = (self.start(b), self.end(b));
-        self.list_unlink(b);
-        let used = if a > b_start {
-            let u = self.acquire();
-            let next = self.next_phys(b);
-            if let Some(s) = self.slot_mut(u) {
-                *s = VaSlot { prev_phys: b, next_phys: next, ..VaSlot::EMPTY };
-            }
-            self.set_prev_phys(next, u);
+        if lead {
             if let Some(s) = self.slot_mut(b) {
                 s.size = a.saturating_sub(b_start);
-                s.next_phys = u;
+                s.next_phys = used;
             }
             self.list_push(b);
-            u
-        } else {
-            b
-        };
-        if let Some(s) = self.slot_mut(used) {
-            s.links.key = a;
-            s.size = size;
-            s.state = State::Used;
-            s.prev_free = NIL;
-            s.next_free = NIL;
-            s.owner = NIL;
         }
-        let a_end = a.saturating_add(size);
-        if a_end < b_end {
-            let f = self.acquire();
-            let next = self.next_phys(used);
+        if trail {
             if let Some(s) = self.slot_mut(f) {
                 *s = VaSlot {
                     size: b_end.saturating_sub(a_end),
                     prev_phys: used,
-                    next_phys: next,
+                    next_phys: after,
                     ..VaSlot::EMPTY
                 };
                 s.links.key = a_end;
             }
-            self.set_prev_phys(next, f);
-            if let Some(s) = self.slot_mut(used) {
-                s.next_phys = f;
-            }
             self.list_push(f);
+        }
+        if lead || trail {
+            self.set_prev_phys(after, if trail { f } else { used });
         }
         // The block's in-order neighbours in the index are the nearest used blocks of the same
         // range, at most two physical links away (free blocks are never adjacent).
@@ -859,54 +855,48 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     /// Turns used block `u` free, coalescing with its free neighbours; returns its size.
     fn release_used(&mut self, u: u32) -> u64 {
-        // Start the reads of the blocks coalescing will touch — the physical neighbours and
-        // their free-list neighbours — before the index removal, so that their cache misses
-        // overlap with its walk instead of following it.
+        let Some(&us) = self.slot(u) else { return 0 };
+        let free = |s: &VaSlot| s.state == State::Free;
+        let next = self.slot(us.next_phys).copied().filter(free);
+        let prev = self.slot(us.prev_phys).copied().filter(free);
+        // Start the reads of the blocks coalescing will touch — the free neighbours' list
+        // neighbours and the block after the merged extent — before any write, so that their
+        // cache misses overlap instead of following one another.
         let mut touched = 0u32;
-        for b in [self.next_phys(u), self.prev_phys(u)] {
-            if let Some(&s) = self.slot(b)
-                && s.state == State::Free
-            {
-                touched ^= self.next_phys(s.next_phys)
-                    ^ self.next_free(s.prev_free)
-                    ^ self.prev_free(s.next_free);
-            }
+        for s in [next, prev].into_iter().flatten() {
+            touched ^= self.next_phys(s.next_phys)
+                ^ self.next_free(s.prev_free)
+                ^ self.prev_free(s.next_free);
         }
         core::hint::black_box(touched);
         if self.indexed {
             avl::remove(self, u);
         }
-        if let Some(s) = self.slot_mut(u) {
-            s.owner = NIL;
-        }
-        let size = self.size(u);
+        let size = us.size;
         self.live = self.live.saturating_sub(1);
         self.used_bytes = self.used_bytes.saturating_sub(size);
         self.free_bytes = self.free_bytes.saturating_add(size);
-        let next = self.next_phys(u);
-        if self.state(next) == State::Free {
-            self.list_unlink(next);
-            let (n_size, nn) = (self.size(next), self.next_phys(next));
-            if let Some(s) = self.slot_mut(u) {
-                s.size = s.size.saturating_add(n_size);
-                s.next_phys = nn;
-            }
-            self.set_prev_phys(nn, u);
-            self.release(next);
+        // The merged free block: the lowest of prev, u, next keeps its descriptor.
+        let (mut block, mut total, mut after) = (u, size, us.next_phys);
+        if let Some(n) = next {
+            self.list_unlink_known(&n);
+            total = total.saturating_add(n.size);
+            after = n.next_phys;
+            self.release(us.next_phys);
         }
-        let mut block = u;
-        let prev = self.prev_phys(u);
-        if self.state(prev) == State::Free {
-            self.list_unlink(prev);
-            let (u_size, nn) = (self.size(u), self.next_phys(u));
-            if let Some(s) = self.slot_mut(prev) {
-                s.size = s.size.saturating_add(u_size);
-                s.next_phys = nn;
-            }
-            self.set_prev_phys(nn, prev);
+        if let Some(p) = prev {
+            // A fresh read: unlinking `next` may have changed `prev`'s list links.
+            self.list_unlink(us.prev_phys);
+            total = total.saturating_add(p.size);
             self.release(u);
-            block = prev;
+            block = us.prev_phys;
         }
+        if let Some(s) = self.slot_mut(block) {
+            s.size = total;
+            s.next_phys = after;
+            s.owner = NIL;
+        }
+        self.set_prev_phys(after, block);
         self.list_push(block);
         size
     }
