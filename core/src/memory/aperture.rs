@@ -386,6 +386,15 @@ impl<S> Aperture<S> {
         Self { config, va: VaAllocator::with_storage(slots) }
     }
 
+    /// As [`Aperture::with_storage`], over an allocator without an address index
+    /// ([`VaAllocator::unindexed`]): for an owner that releases by allocation
+    /// ([`Aperture::release_allocation`]) and gives fixed-address requests an allocation below
+    /// the address ([`Aperture::allocate_near`]); [`Aperture::release`] and
+    /// [`Aperture::allocation_containing`] then walk the range's blocks.
+    pub const fn unindexed(config: ApertureConfig, slots: S) -> Self {
+        Self { config, va: VaAllocator::unindexed(slots) }
+    }
+
     /// The configuration.
     #[must_use]
     pub const fn config(&self) -> &ApertureConfig {
@@ -508,13 +517,30 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> Aperture<S> {
         requested_align: Option<u64>,
         fixed: Option<u64>,
     ) -> Result<ApertureAllocation, Error> {
+        self.allocate_near(size, requested_align, fixed, None)
+    }
+
+    /// As [`Aperture::allocate`], with, for a `fixed` address, an allocation of this aperture
+    /// starting at or below it (`near`; see [`VaAllocator::alloc_at_near`]): an aperture
+    /// without an address index finds the free block at `fixed` by walking up from there. Only
+    /// a guess — the result never depends on it.
+    ///
+    /// # Errors
+    /// As [`Aperture::allocate`].
+    pub fn allocate_near(
+        &mut self,
+        size: u64,
+        requested_align: Option<u64>,
+        fixed: Option<u64>,
+        near: Option<&ApertureAllocation>,
+    ) -> Result<ApertureAllocation, Error> {
         let plan = plan_allocation(&self.config, size, requested_align)?;
         let block = match fixed {
             Some(addr) => {
                 if !self.contains(addr) {
                     return Err(Error::OutsideRange { addr });
                 }
-                self.va.alloc_at(addr, plan.reserved)?
+                self.va.alloc_at_near(addr, plan.reserved, near.map(|a| a.block))?
             }
             None => self.va.alloc_with_phase(plan.reserved, plan.align, plan.phase)?,
         };

@@ -55,8 +55,10 @@
 //!   never across an ioctl.
 //! - **Worst cases**, independent of the number of live allocations: a cache hit is `O(1)`
 //!   plus settling the frees published since the last lock (at most 16 pending ones, each
-//!   `O(1)` into the cache, or one removal when the cache cannot take it); a miss is bounded by the TLSF and AVL bounds of [`va`] and
-//!   [`objects`] (`O(H)`, `H` ≤ 26 levels); a flush releases at most
+//!   `O(1)` into the cache, or one removal when the cache cannot take it); a miss is bounded by
+//!   the TLSF and AVL bounds of [`va`] and [`objects`] (`O(H)`, `H` ≤ 26 levels; the
+//!   apertures keep no index of their own, so a fixed address also walks the blocks from the
+//!   object nearest below it: those of allocations in flight, and free blocks); a flush releases at most
 //!   [`RECYCLE_CAPACITY`](crate::device::memory_manager::RECYCLE_CAPACITY) (64) allocations, `O(H)`
 //!   each — only when an aperture, its descriptors or the object slots run out, on
 //!   `trim_memory` and on close (a new shape evicts one cached allocation at most).

@@ -19,6 +19,11 @@
 //! - Block descriptors live in a fixed slot array with a recycled-index list (no heap). Used
 //!   blocks are also nodes of an address-ordered AVL tree embedded in the same slots: `free(addr)`
 //!   and `alloc_at(addr, ..)` find their block through it.
+//! - An allocator made with [`VaAllocator::unindexed`] keeps no such tree, for an owner that
+//!   indexes the same allocations itself (the memory manager's object table does): it frees by
+//!   block ([`VaAllocator::free_block`]), and for a fixed address names an allocation below it
+//!   ([`VaAllocator::alloc_at_near`]), from which the allocator walks the physical links up to
+//!   the address. Allocation and free then do no tree work at all.
 //!
 //! # Alignment
 //! Alignments above the granule are served by over-allocation: the search asks for
@@ -48,6 +53,16 @@
 //! - [`free`](VaAllocator::free): one index lookup (≤ `H`) and removal (≤ `H` to the successor,
 //!   ≤ `H` retracing with rotations), `O(1)` coalescing and list insertion.
 //!   [`free_block`](VaAllocator::free_block) skips the lookup.
+//!
+//! Without the index ([`VaAllocator::unindexed`]), allocation and
+//! [`free_block`](VaAllocator::free_block) lose their index step, and
+//! [`alloc_at_near`](VaAllocator::alloc_at_near) walks the blocks from its hint (else from the
+//! range's start) up to the address: `O(k)` for the `k` blocks in between, which for the memory
+//! manager (whose hint is the range of the object nearest below the address) are only
+//! allocations in flight and the free blocks between them. [`free`](VaAllocator::free),
+//! [`allocation_size`](VaAllocator::allocation_size) and
+//! [`allocation_containing`](VaAllocator::allocation_containing) walk from the range's start
+//! (`O(blocks in the range)`: for tests and tools, never on the memory manager's paths).
 //!
 //! Typical costs are far below these bounds: the index insertion of an allocation is attached
 //! next to its physical neighbour in `O(1)` (the neighbouring used blocks are its in-order
@@ -185,7 +200,8 @@ impl Range {
 /// - The blocks of each range tile it exactly, linked in address order; no two adjacent blocks
 ///   are free.
 /// - Each free block is in exactly the segregated list of its size class and the bitmaps mirror
-///   list emptiness; each used block is in the address index and nothing else is.
+///   list emptiness; each used block is in the address index and nothing else is (nothing
+///   is, without an index).
 /// - On any error, the state is unchanged.
 pub struct VaAllocator<S> {
     slots: S,
@@ -204,6 +220,8 @@ pub struct VaAllocator<S> {
     live: u32,
     free_bytes: u64,
     used_bytes: u64,
+    /// Used blocks are kept in the address index (see [`VaAllocator::unindexed`]).
+    indexed: bool,
 }
 
 /// A [`VaAllocator`] whose `N` descriptors are stored inline (usable in a `static`).
@@ -227,6 +245,20 @@ impl<S> VaAllocator<S> {
     /// An empty allocator over `slots` (their contents are ignored; their number is the
     /// capacity, at most `u32::MAX − 1`).
     pub const fn with_storage(slots: S) -> Self {
+        Self::build(slots, true)
+    }
+
+    /// As [`VaAllocator::with_storage`], without the address index of the allocations: for an
+    /// owner that frees by block ([`VaAllocator::free_block`]) and knows, for a fixed address,
+    /// an allocation below it ([`VaAllocator::alloc_at_near`]) — as the memory manager does
+    /// through its object table, which indexes the same ranges. Allocating and freeing then
+    /// skip the index's insertion and removal (tree walks, rotations and their cache misses);
+    /// what needs an address lookup walks the range's blocks instead (see the module docs).
+    pub const fn unindexed(slots: S) -> Self {
+        Self::build(slots, false)
+    }
+
+    const fn build(slots: S, indexed: bool) -> Self {
         Self {
             slots,
             root: NIL,
@@ -241,7 +273,15 @@ impl<S> VaAllocator<S> {
             live: 0,
             free_bytes: 0,
             used_bytes: 0,
+            indexed,
         }
+    }
+
+    /// Whether used blocks are kept in an address index ([`VaAllocator::with_storage`]) or
+    /// not ([`VaAllocator::unindexed`]).
+    #[must_use]
+    pub const fn is_indexed(&self) -> bool {
+        self.indexed
     }
 
     /// The number of live allocations.
@@ -381,10 +421,6 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         self.slot(i).map_or(NIL, |s| s.next_phys)
     }
 
-    fn prev_phys(&self, i: u32) -> u32 {
-        self.slot(i).map_or(NIL, |s| s.prev_phys)
-    }
-
     fn next_free(&self, i: u32) -> u32 {
         self.slot(i).map_or(NIL, |s| s.next_free)
     }
@@ -464,6 +500,11 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
 
     fn list_unlink(&mut self, i: u32) {
         let Some(&s) = self.slot(i) else { return };
+        self.list_unlink_known(&s);
+    }
+
+    /// [`Self::list_unlink`] of the free block whose descriptor the caller has read (`s`).
+    fn list_unlink_known(&mut self, s: &VaSlot) {
         let (fl, sl) = mapping_insert(s.size >> GRANULE_SHIFT);
         if let Some(p) = self.slot_mut(s.prev_free) {
             p.next_free = s.next_free;
@@ -565,65 +606,62 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// Turns `[a, a + size)` of free block `b` into a used block; the caller checked that the
     /// range lies in `b` and that [`Self::split_cost`] descriptors are available.
     fn carve(&mut self, b: u32, a: u64, size: u64) -> u32 {
+        let Some(&bs) = self.slot(b) else { return NIL };
         // As in `release_used`: start the reads of the blocks this touches — `b`'s successor on
-        // its free list and its physical neighbours (the new block's index neighbours) — at
-        // once, so that their cache misses overlap.
-        if let Some(&s) = self.slot(b) {
-            let touched = self.state(s.next_free) as u32
-                ^ self.state(s.next_phys) as u32
-                ^ self.state(s.prev_phys) as u32;
-            core::hint::black_box(touched);
+        // its free list and its physical neighbours (the new block's neighbours) — at once, so
+        // that their cache misses overlap.
+        let touched = self.state(bs.next_free) as u32
+            ^ self.state(bs.next_phys) as u32
+            ^ self.state(bs.prev_phys) as u32;
+        core::hint::black_box(touched);
+        let (b_start, b_end) = (bs.links.key, bs.links.key.saturating_add(bs.size));
+        let a_end = a.saturating_add(size);
+        let (lead, trail) = (a > b_start, a_end < b_end);
+        self.list_unlink_known(&bs);
+        // A leading fragment keeps `b`; the allocation, and a trailing fragment, get new
+        // descriptors (taken in that order).
+        let used = if lead { self.acquire() } else { b };
+        let f = if trail { self.acquire() } else { NIL };
+        let after = bs.next_phys;
+        if let Some(s) = self.slot_mut(used) {
+            *s = VaSlot {
+                size,
+                prev_phys: if lead { b } else { bs.prev_phys },
+                next_phys: if trail { f } else { after },
+                state: State::Used,
+                ..VaSlot::EMPTY
+            };
+            s.links.key = a;
         }
-        let (b_start, b_end) = (self.start(b), self.end(b));
-        self.list_unlink(b);
-        let used = if a > b_start {
-            let u = self.acquire();
-            let next = self.next_phys(b);
-            if let Some(s) = self.slot_mut(u) {
-                *s = VaSlot { prev_phys: b, next_phys: next, ..VaSlot::EMPTY };
-            }
-            self.set_prev_phys(next, u);
+        if lead {
             if let Some(s) = self.slot_mut(b) {
                 s.size = a.saturating_sub(b_start);
-                s.next_phys = u;
+                s.next_phys = used;
             }
             self.list_push(b);
-            u
-        } else {
-            b
-        };
-        if let Some(s) = self.slot_mut(used) {
-            s.links.key = a;
-            s.size = size;
-            s.state = State::Used;
-            s.prev_free = NIL;
-            s.next_free = NIL;
-            s.owner = NIL;
         }
-        let a_end = a.saturating_add(size);
-        if a_end < b_end {
-            let f = self.acquire();
-            let next = self.next_phys(used);
+        if trail {
             if let Some(s) = self.slot_mut(f) {
                 *s = VaSlot {
                     size: b_end.saturating_sub(a_end),
                     prev_phys: used,
-                    next_phys: next,
+                    next_phys: after,
                     ..VaSlot::EMPTY
                 };
                 s.links.key = a_end;
             }
-            self.set_prev_phys(next, f);
-            if let Some(s) = self.slot_mut(used) {
-                s.next_phys = f;
-            }
             self.list_push(f);
+        }
+        if lead || trail {
+            self.set_prev_phys(after, if trail { f } else { used });
         }
         // The block's in-order neighbours in the index are the nearest used blocks of the same
         // range, at most two physical links away (free blocks are never adjacent).
-        let pred = self.used_neighbour(used, |s| s.prev_phys);
-        let succ = self.used_neighbour(used, |s| s.next_phys);
-        avl::insert_hinted(self, used, a, pred, succ);
+        if self.indexed {
+            let pred = self.used_neighbour(used, |s| s.prev_phys);
+            let succ = self.used_neighbour(used, |s| s.next_phys);
+            avl::insert_hinted(self, used, a, pred, succ);
+        }
         self.live = self.live.saturating_add(1);
         self.used_bytes = self.used_bytes.saturating_add(size);
         self.free_bytes = self.free_bytes.saturating_sub(size);
@@ -740,6 +778,24 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// granule aligned; [`Error::OutsideRange`] when the request is not inside one range;
     /// [`Error::AddressInUse`] when part of it is allocated; [`Error::CapacityExhausted`].
     pub fn alloc_at(&mut self, addr: u64, size: u64) -> Result<VaBlock, Error> {
+        self.alloc_at_near(addr, size, None)
+    }
+
+    /// As [`VaAllocator::alloc_at`], given an allocation that starts at or below `addr` in its
+    /// range (`hint`), which an allocator without an index ([`VaAllocator::unindexed`]) walks
+    /// up from, block by block, to the block holding `addr` — instead of from the range's start.
+    /// The nearer the hint, the shorter the walk; an indexed allocator ignores it. A hint that
+    /// is stale, above `addr` or in another range is ignored too: the result never depends on
+    /// it.
+    ///
+    /// # Errors
+    /// As [`VaAllocator::alloc_at`].
+    pub fn alloc_at_near(
+        &mut self,
+        addr: u64,
+        size: u64,
+        hint: Option<VaBlock>,
+    ) -> Result<VaBlock, Error> {
         if size == 0 {
             return Err(Error::ZeroSize);
         }
@@ -758,17 +814,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         if end > r.end {
             return Err(Error::OutsideRange { addr: r.end });
         }
-        // The last used block starting at or below addr; the free block after it (or the
-        // range's first block) is the only free block that can contain addr.
-        let cand = match avl::predecessor(self, addr) {
-            Some(p) if self.start(p) >= r.base => {
-                if self.end(p) > addr {
-                    return Err(Error::AddressInUse { addr });
-                }
-                self.next_phys(p)
-            }
-            _ => r.first,
-        };
+        let cand = self.block_at(&r, addr, hint);
         if self.state(cand) != State::Free || self.start(cand) > addr || self.end(cand) < end {
             return Err(Error::AddressInUse { addr });
         }
@@ -785,7 +831,7 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// [`Error::UnknownAddress`] when no live allocation starts at `addr` (never allocated,
     /// already freed, or an interior address); the state is unchanged.
     pub fn free(&mut self, addr: u64) -> Result<u64, Error> {
-        let u = avl::find_key(self, addr).ok_or(Error::UnknownAddress { addr })?;
+        let u = self.find_used(addr).ok_or(Error::UnknownAddress { addr })?;
         Ok(self.release_used(u))
     }
 
@@ -802,59 +848,55 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
         let u = if valid {
             block.slot
         } else {
-            avl::find_key(self, block.addr).ok_or(Error::UnknownAddress { addr: block.addr })?
+            self.find_used(block.addr).ok_or(Error::UnknownAddress { addr: block.addr })?
         };
         Ok(self.release_used(u))
     }
 
     /// Turns used block `u` free, coalescing with its free neighbours; returns its size.
     fn release_used(&mut self, u: u32) -> u64 {
-        // Start the reads of the blocks coalescing will touch — the physical neighbours and
-        // their free-list neighbours — before the index removal, so that their cache misses
-        // overlap with its walk instead of following it.
+        let Some(&us) = self.slot(u) else { return 0 };
+        let free = |s: &VaSlot| s.state == State::Free;
+        let next = self.slot(us.next_phys).copied().filter(free);
+        let prev = self.slot(us.prev_phys).copied().filter(free);
+        // Start the reads of the blocks coalescing will touch — the free neighbours' list
+        // neighbours and the block after the merged extent — before any write, so that their
+        // cache misses overlap instead of following one another.
         let mut touched = 0u32;
-        for b in [self.next_phys(u), self.prev_phys(u)] {
-            if let Some(&s) = self.slot(b)
-                && s.state == State::Free
-            {
-                touched ^= self.next_phys(s.next_phys)
-                    ^ self.next_free(s.prev_free)
-                    ^ self.prev_free(s.next_free);
-            }
+        for s in [next, prev].into_iter().flatten() {
+            touched ^= self.next_phys(s.next_phys)
+                ^ self.next_free(s.prev_free)
+                ^ self.prev_free(s.next_free);
         }
         core::hint::black_box(touched);
-        avl::remove(self, u);
-        if let Some(s) = self.slot_mut(u) {
-            s.owner = NIL;
+        if self.indexed {
+            avl::remove(self, u);
         }
-        let size = self.size(u);
+        let size = us.size;
         self.live = self.live.saturating_sub(1);
         self.used_bytes = self.used_bytes.saturating_sub(size);
         self.free_bytes = self.free_bytes.saturating_add(size);
-        let next = self.next_phys(u);
-        if self.state(next) == State::Free {
-            self.list_unlink(next);
-            let (n_size, nn) = (self.size(next), self.next_phys(next));
-            if let Some(s) = self.slot_mut(u) {
-                s.size = s.size.saturating_add(n_size);
-                s.next_phys = nn;
-            }
-            self.set_prev_phys(nn, u);
-            self.release(next);
+        // The merged free block: the lowest of prev, u, next keeps its descriptor.
+        let (mut block, mut total, mut after) = (u, size, us.next_phys);
+        if let Some(n) = next {
+            self.list_unlink_known(&n);
+            total = total.saturating_add(n.size);
+            after = n.next_phys;
+            self.release(us.next_phys);
         }
-        let mut block = u;
-        let prev = self.prev_phys(u);
-        if self.state(prev) == State::Free {
-            self.list_unlink(prev);
-            let (u_size, nn) = (self.size(u), self.next_phys(u));
-            if let Some(s) = self.slot_mut(prev) {
-                s.size = s.size.saturating_add(u_size);
-                s.next_phys = nn;
-            }
-            self.set_prev_phys(nn, prev);
+        if let Some(p) = prev {
+            // A fresh read: unlinking `next` may have changed `prev`'s list links.
+            self.list_unlink(us.prev_phys);
+            total = total.saturating_add(p.size);
             self.release(u);
-            block = prev;
+            block = us.prev_phys;
         }
+        if let Some(s) = self.slot_mut(block) {
+            s.size = total;
+            s.next_phys = after;
+            s.owner = NIL;
+        }
+        self.set_prev_phys(after, block);
         self.list_push(block);
         size
     }
@@ -915,14 +957,74 @@ impl<S: AsRef<[VaSlot]> + AsMut<[VaSlot]>> VaAllocator<S> {
     /// The size of the live allocation starting at `addr`.
     #[must_use]
     pub fn allocation_size(&self, addr: u64) -> Option<u64> {
-        avl::find_key(self, addr).map(|u| self.size(u))
+        self.find_used(addr).map(|u| self.size(u))
     }
 
     /// The live allocation `(start, size)` containing `addr`.
     #[must_use]
     pub fn allocation_containing(&self, addr: u64) -> Option<(u64, u64)> {
-        let p = avl::predecessor(self, addr)?;
-        (self.end(p) > addr).then(|| (self.start(p), self.size(p)))
+        let b = self.containing(addr)?;
+        (self.state(b) == State::Used).then(|| (self.start(b), self.size(b)))
+    }
+
+    /// The block of range `r` (which holds `addr`) that holds `addr`, or [`NIL`] when `addr`
+    /// lies in a used block (indexed: the last used block at or below `addr`, or the free block
+    /// after it; unindexed: a walk from `hint` — when it is a live allocation of `r` at or below
+    /// `addr` — or from the range's first block).
+    fn block_at(&self, r: &Range, addr: u64, hint: Option<VaBlock>) -> u32 {
+        if self.indexed {
+            // The last used block starting at or below addr; the free block after it (or the
+            // range's first block) is the only free block that can contain addr.
+            return match avl::predecessor(self, addr) {
+                Some(p) if self.start(p) >= r.base => {
+                    if self.end(p) > addr {
+                        return NIL;
+                    }
+                    self.next_phys(p)
+                }
+                _ => r.first,
+            };
+        }
+        let from = hint
+            .filter(|h| h.addr >= r.base && h.addr <= addr)
+            .filter(|h| {
+                self.slot(h.slot).is_some_and(|s| s.state == State::Used && s.links.key == h.addr)
+            })
+            .map_or(r.first, |h| h.slot);
+        let mut b = from;
+        while let Some(s) = self.slot(b) {
+            if s.links.key.saturating_add(s.size) > addr {
+                return b;
+            }
+            b = s.next_phys;
+        }
+        NIL
+    }
+
+    /// The block (free or used) containing `addr`, if `addr` lies in a range.
+    fn containing(&self, addr: u64) -> Option<u32> {
+        let r = self
+            .ranges
+            .iter()
+            .take(self.range_count as usize)
+            .find(|r| r.base <= addr && addr < r.end)?;
+        if self.indexed {
+            let p = avl::predecessor(self, addr).filter(|&p| self.start(p) >= r.base);
+            return Some(match p {
+                Some(p) if self.end(p) > addr => p,
+                Some(p) => self.next_phys(p),
+                None => r.first,
+            });
+        }
+        Some(self.block_at(r, addr, None)).filter(|&b| b != NIL)
+    }
+
+    /// The live allocation starting at `addr`.
+    fn find_used(&self, addr: u64) -> Option<u32> {
+        if self.indexed {
+            return avl::find_key(self, addr);
+        }
+        self.containing(addr).filter(|&b| self.state(b) == State::Used && self.start(b) == addr)
     }
 
     /// The size of the largest free block (`O(k)` in the free blocks of the highest non-empty

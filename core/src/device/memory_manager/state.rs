@@ -158,20 +158,20 @@ pub(crate) enum ApertureId {
 /// (one clone; callers get more), the address range to give back, the GPU its buffer lives on,
 /// and whether an operation is in flight.
 pub struct MemoryPayload<M> {
-    pub(crate) mapping: Option<M>,
-    pub(crate) va: Option<(ApertureId, ApertureAllocation)>,
-    /// gpu_id the KFD buffer(s) were created on (0: none).
-    pub(crate) gpu_id: u32,
     /// An ioctl on this object is in progress (set and cleared under the lock).
     pub(crate) busy: bool,
-    /// The buffer came from a dma-buf import.
-    pub(crate) imported: bool,
-    /// The recycle-cache bin of the allocation's shape: once freed, its address range and slot
-    /// may wait there for the next allocation of the same shape.
-    pub(crate) recycle: Option<BinTag>,
     /// The CPU view was taken out by a free in flight (which drops it once the buffers are
     /// freed): the memory still counts as CPU-mapped until then.
     pub(crate) view_out: bool,
+    /// The buffer came from a dma-buf import.
+    pub(crate) imported: bool,
+    /// gpu_id the KFD buffer(s) were created on (0: none).
+    pub(crate) gpu_id: u32,
+    /// The recycle-cache bin of the allocation's shape: once freed, its address range and slot
+    /// may wait there for the next allocation of the same shape.
+    pub(crate) recycle: Option<BinTag>,
+    pub(crate) va: Option<(ApertureId, ApertureAllocation)>,
+    pub(crate) mapping: Option<M>,
 }
 
 impl<M> MemoryPayload<M> {
@@ -296,7 +296,7 @@ pub enum SvmMode {
 /// The shape of an allocation request, as the recycle cache tells them apart: every input of
 /// [`MemoryState::plan_alloc`](super) but the fixed address (fixed-address requests are never
 /// served from the cache).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct AllocKey {
     pub(crate) size: u64,
     pub(crate) align: u64,
@@ -358,12 +358,12 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         let unset = ApertureConfig::reserved(ApertureKind::SvmDefault, 0, 0);
         Self {
             objects: ObjectTable::with_storage((index, slots)),
-            default: Aperture::with_storage(unset, default_va),
-            coherent: Aperture::with_storage(
+            default: Aperture::unindexed(unset, default_va),
+            coherent: Aperture::unindexed(
                 ApertureConfig { kind: ApertureKind::SvmCoherent, ..unset },
                 coherent_va,
             ),
-            handles: Aperture::with_storage(
+            handles: Aperture::unindexed(
                 ApertureConfig { kind: ApertureKind::MemHandle, ..unset },
                 handle_va,
             ),
@@ -481,17 +481,37 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
         align: Option<u64>,
         fixed: Option<u64>,
     ) -> Result<ApertureAllocation, Error> {
-        match self.aperture_mut(id).allocate(size, align, fixed) {
+        match self.allocate_va_once(id, size, align, fixed) {
             Err(
                 Error::OutOfSpace { .. }
                 | Error::AddressInUse { .. }
                 | Error::CapacityExhausted { .. },
             ) if !self.recycle.is_empty() => {
                 self.flush_recycled();
-                self.aperture_mut(id).allocate(size, align, fixed)
+                self.allocate_va_once(id, size, align, fixed)
             }
             r => r,
         }
+    }
+
+    /// [`Aperture::allocate`] from aperture `id`; for a fixed address, with the address range
+    /// of the object starting last at or below it as the allocator's starting point (the
+    /// apertures keep no address index of their own: every allocation of theirs is an object's
+    /// range, or one about to be recorded or given back, so the walk from there to the
+    /// address only passes those in flight).
+    fn allocate_va_once(
+        &mut self,
+        id: ApertureId,
+        size: u64,
+        align: Option<u64>,
+        fixed: Option<u64>,
+    ) -> Result<ApertureAllocation, Error> {
+        let near = fixed
+            .and_then(|addr| self.objects.last_at_or_below(addr))
+            .and_then(|o| o.payload.va)
+            .filter(|(aperture, _)| *aperture == id)
+            .map(|(_, a)| a);
+        self.aperture_mut(id).allocate_near(size, align, fixed, near.as_ref())
     }
 
     /// Releases every allocation the recycle cache holds (their slots and address ranges);
@@ -507,8 +527,8 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
 
     /// Removes a retired object for good and gives its address range back.
     pub(crate) fn discard_retired(&mut self, r: RetiredObject) {
-        if let Ok(obj) = self.objects.remove_retired(r) {
-            self.release_va(obj.payload.va);
+        if let Ok(va) = self.objects.remove_retired_with(r, |o| o.payload.va.take()) {
+            self.release_va(va);
         }
     }
 
@@ -554,13 +574,15 @@ impl<M, S: MemoryStorage<M>> MemoryState<M, S> {
             }
             return;
         }
-        if let Ok(obj) = self.objects.remove(handle) {
-            if obj.kind == crate::memory::objects::MemoryKind::Scratch
-                && let Some(n) = self.nodes.get_mut(obj.node as usize)
-            {
+        let scratch = crate::memory::objects::MemoryKind::Scratch;
+        if let Ok((scratch_node, va)) = self
+            .objects
+            .remove_with(handle, |o| ((o.kind == scratch).then_some(o.node), o.payload.va.take()))
+        {
+            if let Some(n) = scratch_node.and_then(|node| self.nodes.get_mut(node as usize)) {
                 n.scratch_backing = None;
             }
-            self.release_va(obj.payload.va);
+            self.release_va(va);
         }
     }
 

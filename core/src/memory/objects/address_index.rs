@@ -362,6 +362,15 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         if t.end(p) > addr { self.visible(p) } else { None }
     }
 
+    /// The object starting last at or below `addr`, retired objects included (their ranges
+    /// are still reserved): for an owner that keeps objects and address ranges in step, the
+    /// nearest allocation below `addr`. One descent of the start index.
+    #[must_use]
+    pub fn last_at_or_below(&self, addr: u64) -> Option<&MemoryObject<T>> {
+        let p = avl::predecessor(&self.starts(), addr)?;
+        object(self.slots.slots(), p)
+    }
+
     /// The object registered with exactly the user range `[addr, addr + size)`.
     #[must_use]
     pub fn find_userptr(&self, addr: u64, size: u64) -> Option<MemoryHandle> {

@@ -122,35 +122,40 @@ impl UserRange {
 /// The address fields (`start`, `size`, `userptr`) are keys of the table's indexes and are
 /// therefore read-only once the object is in a table; everything else may be updated through
 /// [`ObjectTable::get_mut`](super::ObjectTable::get_mut).
+///
+/// The fields are laid out in declaration order (`repr(C)`), those a free and a removal read
+/// first — kind, start, user range, payload, buffer handles, mapped nodes — so that they share
+/// as few cache lines as the record allows; the rest come after them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(C)]
 pub struct MemoryObject<T> {
-    pub(super) start: u64,
-    pub(super) size: u64,
-    pub(super) userptr: Option<UserRange>,
     /// The kind of memory.
     pub kind: MemoryKind,
     /// The allocation flags (libhsakmt stores the `HsaMemFlags`, not the ioctl flags).
     pub flags: MemFlags,
     /// The owning topology node.
     pub node: u32,
-    /// KFD buffer handle(s).
-    pub kfd_handles: KfdHandles,
-    /// The mmap offset the kernel returned for the buffer (render-node or kfd offset).
-    pub mmap_offset: u64,
-    /// Nodes the memory is registered to (`registered_node_id_array`).
-    pub registered_nodes: NodeSet,
-    /// Nodes the memory is mapped on (`mapped_node_id_array`).
-    pub mapped_nodes: NodeSet,
     /// How many times the user range was registered (`registration_count`).
     pub registration_count: u32,
+    pub(super) start: u64,
+    pub(super) size: u64,
+    pub(super) userptr: Option<UserRange>,
+    /// Caller-defined payload (e.g. the CPU mapping, the aperture allocation).
+    pub payload: T,
+    /// KFD buffer handle(s).
+    pub kfd_handles: KfdHandles,
+    /// Nodes the memory is mapped on (`mapped_node_id_array`).
+    pub mapped_nodes: NodeSet,
     /// How many times the object was mapped (`mapping_count`; userptr objects are mapped once
     /// and then reference counted).
     pub mapping_count: u32,
+    /// The mmap offset the kernel returned for the buffer (render-node or kfd offset).
+    pub mmap_offset: u64,
     /// Opaque user data (`user_data`).
     pub user_data: u64,
-    /// Caller-defined payload (e.g. the CPU mapping, the aperture allocation).
-    pub payload: T,
+    /// Nodes the memory is registered to (`registered_node_id_array`).
+    pub registered_nodes: NodeSet,
 }
 
 impl<T> MemoryObject<T> {

@@ -151,13 +151,18 @@ const fn next_generation(g: u32) -> u32 {
 }
 
 /// One object slot of an [`ObjectTable`]: storage unit, contents private.
+///
+/// Laid out in declaration order (`repr(C)`): what every handle check, removal and insertion
+/// reads or writes (generation, free-list link, retired flag) beside the object's own first
+/// fields, the user-pointer index links (registered memory only) last.
+#[repr(C)]
 pub struct ObjectSlot<T> {
-    object: Option<MemoryObject<T>>,
     generation: u32,
     next_free: u32,
     /// The object is retired: kept in the start index, invisible (see
     /// [`ObjectTable::retire`]).
     retired: bool,
+    object: Option<MemoryObject<T>>,
     by_user: Links,
     user_max_end: u64,
 }
@@ -504,13 +509,36 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// [`Error::InvalidHandle`], [`Error::StaleHandle`] (unchanged).
     pub fn remove(&mut self, h: MemoryHandle) -> Result<MemoryObject<T>, Error> {
         let i = self.resolve(h)?;
-        let obj = self.remove_slot(i)?;
+        let obj = self.remove_slot(i, Option::take)?;
         self.live = self.live.saturating_sub(1);
         Ok(obj)
     }
 
-    /// Takes the object of occupied slot `i` out of the indexes and the slot.
-    fn remove_slot(&mut self, i: u32) -> Result<MemoryObject<T>, Error> {
+    /// Removes an object as [`ObjectTable::remove`] does, but hands it to `f` where it lies and
+    /// drops it there, returning what `f` returns: the parts of the record `f` does not read
+    /// (and that have no drop glue) are never loaded, where a removal by value copies all of
+    /// it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHandle`], [`Error::StaleHandle`] (unchanged, `f` not called).
+    pub fn remove_with<R>(
+        &mut self,
+        h: MemoryHandle,
+        f: impl FnOnce(&mut MemoryObject<T>) -> R,
+    ) -> Result<R, Error> {
+        let i = self.resolve(h)?;
+        let r = self.remove_slot(i, |o| o.as_mut().map(f))?;
+        self.live = self.live.saturating_sub(1);
+        Ok(r)
+    }
+
+    /// Takes the object of occupied slot `i` out of the indexes and the slot: `f` gets the
+    /// slot's object (present) and what it returns is returned; whatever it leaves is dropped.
+    fn remove_slot<R>(
+        &mut self,
+        i: u32,
+        f: impl FnOnce(&mut Option<MemoryObject<T>>) -> Option<R>,
+    ) -> Result<R, Error> {
         let (start, has_user) = self
             .slot(i)
             .and_then(|s| s.object.as_ref())
@@ -527,11 +555,12 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
         }
         let recycled = self.recycled;
         let slot = self.slot_mut(i).ok_or(Error::InvalidHandle)?;
-        let obj = slot.object.take().ok_or(Error::StaleHandle)?;
+        let r = f(&mut slot.object).ok_or(Error::StaleHandle)?;
+        slot.object = None;
         slot.next_free = recycled;
         slot.retired = false;
         self.recycled = i;
-        Ok(obj)
+        Ok(r)
     }
 
     // ---- retired objects -------------------------------------------------------------------

@@ -137,8 +137,24 @@ impl<T, S: ObjectStorage<T>> ObjectTable<T, S> {
     /// As [`ObjectTable::retired`] (unchanged).
     pub fn remove_retired(&mut self, r: RetiredObject) -> Result<MemoryObject<T>, Error> {
         let i = self.resolve_retired(r)?;
-        let obj = self.remove_slot(i)?;
+        let obj = self.remove_slot(i, Option::take)?;
         self.retired = self.retired.saturating_sub(1);
         Ok(obj)
+    }
+
+    /// As [`ObjectTable::remove_retired`], handing the object to `f` where it lies (see
+    /// [`ObjectTable::remove_with`]).
+    ///
+    /// # Errors
+    /// As [`ObjectTable::retired`] (unchanged, `f` not called).
+    pub fn remove_retired_with<R>(
+        &mut self,
+        r: RetiredObject,
+        f: impl FnOnce(&mut MemoryObject<T>) -> R,
+    ) -> Result<R, Error> {
+        let i = self.resolve_retired(r)?;
+        let out = self.remove_slot(i, |o| o.as_mut().map(f))?;
+        self.retired = self.retired.saturating_sub(1);
+        Ok(out)
     }
 }

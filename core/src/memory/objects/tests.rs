@@ -683,3 +683,41 @@ fn print_sizes() {
         core::mem::size_of::<ObjectSlot<ApertureAllocation>>()
     );
 }
+
+#[test]
+fn remove_with_reads_in_place_and_frees_the_slot() {
+    let mut t = InlineObjectTable::<u64, 4>::new();
+    let h = t.insert(obj(0x10000, 0x2000).with_kfd_handles(KfdHandles::single(7))).unwrap();
+    let mut payload = obj(0, 1).payload;
+    payload += 5;
+    t.get_mut(h).unwrap().payload = payload;
+    let got = t.remove_with(h, |o| (o.start(), o.kfd_handles.first(), o.payload)).unwrap();
+    assert_eq!(got, (0x10000, Some(7), payload));
+    assert_eq!(t.get(h).err(), Some(Error::StaleHandle));
+    assert_eq!(t.remove_with(h, |_| unreachable!()), Err::<(), _>(Error::StaleHandle));
+    assert_eq!(t.find_exact(0x10000), None);
+    // The slot and the range are free again; a retired object is removed in place the same way.
+    let h2 = t.insert(obj(0x10000, 0x1000)).unwrap();
+    assert_eq!(h2.index(), h.index());
+    let r = t.retire(h2).unwrap();
+    assert_eq!(t.remove_retired_with(r, |o| o.size()), Ok(0x1000));
+    assert_eq!(t.remove_retired_with(r, |o| o.size()), Err(Error::StaleHandle));
+    assert!(t.is_empty() && t.retired_len() == 0);
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn what_a_free_reads_comes_first_in_the_record() {
+    type O = MemoryObject<[u64; 9]>;
+    let hot_end = core::mem::offset_of!(O, mapped_nodes) + core::mem::size_of::<NodeSet>();
+    for cold in [
+        core::mem::offset_of!(O, mapping_count),
+        core::mem::offset_of!(O, mmap_offset),
+        core::mem::offset_of!(O, user_data),
+        core::mem::offset_of!(O, registered_nodes),
+    ] {
+        assert!(cold >= hot_end, "a field no free reads at {cold}, before {hot_end}");
+    }
+    assert_eq!(core::mem::offset_of!(ObjectSlot<u64>, generation), 0);
+    assert!(core::mem::offset_of!(ObjectSlot<u64>, object) <= 16);
+}

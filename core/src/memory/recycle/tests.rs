@@ -68,6 +68,34 @@ fn the_total_is_bounded() {
     c.check().unwrap();
 }
 
+#[test]
+fn a_missed_take_leads_tag_to_the_same_bin_and_no_further() {
+    let mut c = Cache::new();
+    let t1 = c.tag(&1, || 100).0.unwrap();
+    c.put(t1, 10).unwrap();
+    // A miss for a shape without a bin: the tag that follows claims one.
+    assert_eq!(c.take(&2), None);
+    let t2 = c.tag(&2, || 200).0.unwrap();
+    assert_ne!(t2.bin, t1.bin);
+    // A miss for a shape whose bin is empty: the tag that follows names that bin.
+    assert_eq!(c.take(&2), None);
+    assert_eq!(c.tag(&2, || unreachable!()), (Some(t2), None));
+    // A miss remembered for shape 3 is forgotten when another shape claims a bin (which may be
+    // the one shape 3 would have got): shape 3 then gets a bin of its own.
+    assert_eq!(c.take(&3), None);
+    let t4 = c.tag(&4, || 400).0.unwrap();
+    let t3 = c.tag(&3, || 300).0.unwrap();
+    assert!(t3.bin != t4.bin && t3.bin != t1.bin && t3.bin != t2.bin);
+    assert_eq!(c.take(&1), Some((&100, t1, 10)));
+    // ... and by a clear.
+    assert_eq!(c.take(&1), None);
+    c.clear();
+    let t1b = c.tag(&1, || 101).0.unwrap();
+    c.put(t1b, 11).unwrap();
+    assert_eq!(c.take(&1), Some((&101, t1b, 11)));
+    c.check().unwrap();
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Tag(u8),

@@ -334,6 +334,8 @@ fn ranges() -> impl Strategy<Value = Vec<(u64, u64)>> {
 
 struct Model {
     live: BTreeMap<u64, u64>,
+    /// The block of each live allocation (hints for `alloc_at_near`).
+    blocks: BTreeMap<u64, VaBlock>,
     ranges: Vec<(u64, u64)>,
     /// Live allocations with an owner recorded (the owner is the address in pages).
     owned: std::collections::BTreeSet<u64>,
@@ -360,6 +362,7 @@ impl Model {
     }
     fn remove(&mut self, a: u64) -> Option<u64> {
         self.owned.remove(&a);
+        self.blocks.remove(&a);
         self.live.remove(&a)
     }
     fn largest_gap(&self) -> u64 {
@@ -391,7 +394,12 @@ fn run_ops(
     for &(b, s) in &ranges {
         va.add_range(b, s).unwrap();
     }
-    let mut m = Model { live: BTreeMap::new(), ranges: ranges.clone(), owned: Default::default() };
+    let mut m = Model {
+        live: BTreeMap::new(),
+        blocks: BTreeMap::new(),
+        ranges: ranges.clone(),
+        owned: Default::default(),
+    };
     for op in ops {
         match *op {
             Op::Alloc { pages, align_shift, end_aligned } => {
@@ -404,6 +412,7 @@ fn run_ops(
                         prop_assert!(m.range_of(a, size), "outside ranges");
                         prop_assert!(!m.overlaps(a, size), "overlap");
                         m.live.insert(a, size);
+                        m.blocks.insert(a, block);
                         prop_assert_eq!(va.neighbour_allocations(block), m.neighbours(a));
                         // Allocations by size get an owner; those at a fixed address none.
                         prop_assert_eq!(va.neighbour_owners(block), m.neighbour_owners(a));
@@ -423,11 +432,20 @@ fn run_ops(
                 let addr = b + (page % (s / G)) * G;
                 let size = pages * G;
                 let expect_ok = m.range_of(addr, size) && !m.overlaps(addr, size);
-                match va.alloc_at(addr, size) {
+                // No hint, the nearest allocation at or below (the useful one), or one that
+                // must be ignored: the first above, or one in another range.
+                let hint = match page % 4 {
+                    0 => None,
+                    1 => m.blocks.range(..=addr).next_back().map(|(_, &b)| b),
+                    2 => m.blocks.range(addr + 1..).next().map(|(_, &b)| b),
+                    _ => m.blocks.values().next().copied(),
+                };
+                match va.alloc_at_near(addr, size, hint) {
                     Ok(block) => {
                         prop_assert!(expect_ok);
                         prop_assert_eq!(block.addr, addr);
                         m.live.insert(addr, size);
+                        m.blocks.insert(addr, block);
                         prop_assert_eq!(va.neighbour_allocations(block), m.neighbours(addr));
                         prop_assert_eq!(va.neighbour_owners(block), m.neighbour_owners(addr));
                         // Once freed, a block has no neighbours and takes no owner.
@@ -498,11 +516,47 @@ proptest! {
         run_ops(&mut va, &ranges, &ops, true)?;
     }
 
+    /// The same without an address index: lookups walk the blocks, fixed addresses are found
+    /// from hints (right, wrong or none), and every result is the indexed allocator's.
+    #[test]
+    fn unindexed_matches_model(ranges in ranges(), ops in proptest::collection::vec(op(), 1..150)) {
+        let mut va = VaAllocator::unindexed(std::vec![VaSlot::EMPTY; 1024].into_boxed_slice());
+        prop_assert!(!va.is_indexed());
+        run_ops(&mut va, &ranges, &ops, true)?;
+    }
+
     /// With a tiny descriptor capacity, exhaustion is a clean typed error and everything
     /// recovers once allocations are freed.
     #[test]
     fn capacity_exhaustion_recovers(ranges in ranges(), ops in proptest::collection::vec(op(), 1..150)) {
         let mut va = boxed(12);
         run_ops(&mut va, &ranges, &ops, false)?;
+        let mut va = VaAllocator::unindexed(std::vec![VaSlot::EMPTY; 12].into_boxed_slice());
+        run_ops(&mut va, &ranges, &ops, false)?;
     }
+}
+
+#[test]
+fn unindexed_fixed_addresses_from_hints() {
+    let mut va = VaAllocator::unindexed([VaSlot::EMPTY; 32]);
+    va.add_range(BASE, 64 * G).unwrap();
+    let a = va.alloc_at(BASE + 4 * G, G).unwrap();
+    let b = va.alloc_at_near(BASE + 10 * G, 2 * G, Some(a)).unwrap();
+    assert_eq!(b.addr, BASE + 10 * G);
+    // In use, whatever the hint says.
+    for hint in [None, Some(a), Some(b)] {
+        assert_eq!(
+            va.alloc_at_near(BASE + 11 * G, G, hint),
+            Err(Error::AddressInUse { addr: BASE + 11 * G })
+        );
+    }
+    // A stale hint is ignored.
+    assert_eq!(va.free_block(a), Ok(G));
+    assert_eq!(va.alloc_at_near(BASE + 5 * G, G, Some(a)).map(|c| c.addr), Ok(BASE + 5 * G));
+    // Lookups by address walk the blocks.
+    assert_eq!(va.allocation_containing(BASE + 11 * G + 5), Some((b.addr, 2 * G)));
+    assert_eq!(va.allocation_size(b.addr), Some(2 * G));
+    assert_eq!(va.free(BASE + 11 * G), Err(Error::UnknownAddress { addr: BASE + 11 * G }));
+    assert_eq!(va.free(b.addr), Ok(2 * G));
+    va.check_invariants().unwrap();
 }
