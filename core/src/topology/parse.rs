@@ -217,10 +217,16 @@ const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_0
 #[inline(always)]
 fn kernel_line(s: &[u8], number: u32) -> Option<(Line<'_>, &[u8])> {
     let (key, after) = split_key(s);
-    let [b' ', value @ ..] = after else { return None };
     if key.is_empty() {
         return None;
     }
+    kernel_value(key, after, number)
+}
+
+/// The rest of the kernel's line after its key: ` digits\n` as [`kernel_line`] takes it.
+#[inline(always)]
+fn kernel_value<'a>(key: &'a [u8], after: &'a [u8], number: u32) -> Option<(Line<'a>, &'a [u8])> {
+    let [b' ', value @ ..] = after else { return None };
     let (first, tail) = value.split_first_chunk::<8>()?;
     let (v, n) = word_digits(u64::from_le_bytes(*first));
     let (v, n) = match n {
@@ -257,6 +263,23 @@ impl<'a> Iterator for Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
+    /// The next line when it is the kernel's form (as [`kernel_line`] takes it) with a key of
+    /// which `starts` recognises the first `len` bytes (returning `(key, len)`): the key
+    /// predicted from the kernel's print order costs one comparison, no search for its end and
+    /// no hash. `None`, with nothing consumed, for anything else.
+    #[inline(always)]
+    pub(crate) fn next_known<K>(
+        &mut self,
+        starts: impl FnOnce(&[u8]) -> Option<(K, usize)>,
+    ) -> Option<(K, Line<'a>)> {
+        let (key, len) = starts(self.rest)?;
+        let (name, after) = self.rest.split_at_checked(len)?;
+        let (line, rest) = kernel_value(name, after, self.number.saturating_add(1))?;
+        self.number = line.number;
+        self.rest = rest;
+        Some((key, line))
+    }
+
     /// The next line read byte by byte (see [`Iterator::next`]).
     #[inline(always)]
     fn general_line(&mut self) -> Option<Item<'a>> {
