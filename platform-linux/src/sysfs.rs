@@ -366,15 +366,34 @@ fn read_regular(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
 
 /// Lists the decimal-numbered entries of the directory open at `fd` (from its current
 /// position) into `out` as [`Sysfs::list_dir`](hsakmt_core::platform::Sysfs::list_dir) says.
+///
+/// A listing usually ends with a `getdents64` that returns nothing. That call is skipped when
+/// the last record of a batch already carries the directory's end position as the offset of
+/// the entry after it: `getdents64` stores the directory's position on return there
+/// (`fs/readdir.c`: the last record's `d_off` is `ctx.pos`). A filesystem sets its end
+/// position only once it has emitted every entry, and an entry's own position is never the
+/// end position: sysfs (`kernfs_fop_readdir` ends with `ctx->pos = INT_MAX`, and
+/// `kernfs_name_hash` keeps names' positions below `INT_MAX`), ext4 (`EXT4_HTREE_EOF_32BIT`
+/// or `_64BIT`, `INT_MAX` or `LLONG_MAX`, which `ext4fs_dirhash` keeps names' hashes off),
+/// tmpfs, xfs and btrfs (`INT_MAX` or `LLONG_MAX`). A batch cut short — `filldir64` stops
+/// early on a pending signal, and some filesystems (FUSE, NFS) hand entries over in pieces —
+/// ends on an entry's own position, so the next call is made as before. The room left in the
+/// buffer says nothing here: a signal can end a batch with room to spare.
 fn list_numbers(fd: &OwnedFd, out: &mut [u32]) -> Result<usize, Errno> {
+    /// `INT_MAX` and `LLONG_MAX`, the end positions of the filesystems above.
+    const END_OF_DIRECTORY: [u64; 2] = [i32::MAX as u64, i64::MAX as u64];
     let mut space = [MaybeUninit::<u8>::uninit(); 4096];
     let mut entries = RawDir::new(fd, &mut space);
     let mut total = 0;
     while let Some(entry) = entries.next() {
         let entry = entry.map_err(from_rustix)?;
+        let next = entry.next_entry_cookie();
         if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
             keep_smallest(out, total, n);
             total += 1;
+        }
+        if entries.is_buffer_empty() && END_OF_DIRECTORY.contains(&next) {
+            break;
         }
     }
     Ok(total)
@@ -690,6 +709,30 @@ mod tests {
         // A directory in its place.
         std::fs::create_dir(&gen_path).unwrap();
         assert_eq!(read(), Err(Errno::EISDIR));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A listing longer than one `getdents64` batch is read to its end: only the directory's
+    /// end position stops it early, not a batch that leaves room in the buffer.
+    #[test]
+    fn long_listings_are_read_to_the_end() {
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-long-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for n in 0..700u32 {
+            std::fs::create_dir_all(dir.join(format!("nodes/{n}"))).unwrap();
+        }
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let mut ids = [0u32; 1024];
+        assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut ids), Ok(700));
+        let mut got = ids[..700].to_vec();
+        got.sort_unstable();
+        assert!(got.iter().copied().eq(0..700));
+        // An empty directory, and one listed again through the held descriptor.
+        let banks = SysfsDir::Entries { node: 3, kind: EntryKind::MemBank };
+        std::fs::create_dir_all(dir.join("nodes/3/mem_banks")).unwrap();
+        assert_eq!(tree.list_dir(banks, &mut ids), Ok(0));
+        std::fs::create_dir_all(dir.join("nodes/3/mem_banks/0")).unwrap();
+        assert_eq!(tree.list_dir(banks, &mut ids), Ok(1));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
