@@ -375,12 +375,14 @@ fn read_regular(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// end position: sysfs (`kernfs_fop_readdir` ends with `ctx->pos = INT_MAX`, and
 /// `kernfs_name_hash` keeps names' positions below `INT_MAX`), ext4 (`EXT4_HTREE_EOF_32BIT`
 /// or `_64BIT`, `INT_MAX` or `LLONG_MAX`, which `ext4fs_dirhash` keeps names' hashes off),
-/// tmpfs, xfs and btrfs (`INT_MAX` or `LLONG_MAX`). A batch cut short — `filldir64` stops
-/// early on a pending signal, and some filesystems (FUSE, NFS) hand entries over in pieces —
-/// ends on an entry's own position, so the next call is made as before. The room left in the
-/// buffer says nothing here: a signal can end a batch with room to spare.
+/// btrfs (`INT_MAX` or `LLONG_MAX` after its last index) and the tmpfs of current kernels
+/// (libfs `DIR_OFFSET_EOD`, `INT_MAX`). Elsewhere (xfs, procfs, FUSE, NFS) a listing ends on
+/// an ordinary position and keeps its last call. A batch cut short — `filldir64` stops early
+/// on a pending signal — ends on an entry's own position, so the next call is made as
+/// before. The room left in the buffer says nothing here: a signal can end a batch with room
+/// to spare.
 fn list_numbers(fd: &OwnedFd, out: &mut [u32]) -> Result<usize, Errno> {
-    /// `INT_MAX` and `LLONG_MAX`, the end positions of the filesystems above.
+    /// `INT_MAX` and `LLONG_MAX`, the end positions named above.
     const END_OF_DIRECTORY: [u64; 2] = [i32::MAX as u64, i64::MAX as u64];
     let mut space = [MaybeUninit::<u8>::uninit(); 4096];
     let mut entries = RawDir::new(fd, &mut space);
