@@ -263,21 +263,31 @@ impl<'a> Iterator for Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
-    /// The next line when it is the kernel's form (as [`kernel_line`] takes it) with a key of
-    /// which `starts` recognises the first `len` bytes (returning `(key, len)`): the key
-    /// predicted from the kernel's print order costs one comparison, no search for its end and
-    /// no hash. `None`, with nothing consumed, for anything else.
+    /// The next line when it starts with a key of which `starts` recognises the first `len`
+    /// bytes (returning `(key, len)`) and which ends there: the key predicted from the kernel's
+    /// print order costs one comparison, no search for its end and no hash. The kernel's form
+    /// (as [`kernel_line`] takes it) is read word-wide, any other value as [`Iterator::next`]
+    /// reads it, so the item is the one `next` gives. `None`, with nothing consumed, when the
+    /// line has another key.
     #[inline(always)]
     pub(crate) fn next_known<K>(
         &mut self,
         starts: impl FnOnce(&[u8]) -> Option<(K, usize)>,
-    ) -> Option<(K, Line<'a>)> {
+    ) -> Option<(K, Item<'a>)> {
         let (key, len) = starts(self.rest)?;
         let (name, after) = self.rest.split_at_checked(len)?;
-        let (line, rest) = kernel_value(name, after, self.number.saturating_add(1))?;
-        self.number = line.number;
-        self.rest = rest;
-        Some((key, line))
+        let number = self.number.saturating_add(1);
+        if let Some((line, rest)) = kernel_value(name, after, number) {
+            self.number = number;
+            self.rest = rest;
+            return Some((key, Item::Line(line)));
+        }
+        // The key must end where the name does, as `split_key` would end it.
+        if after.first().is_some_and(|b| is_key_byte(*b)) {
+            return None;
+        }
+        self.number = number;
+        Some((key, self.value_after(number, name, after)))
     }
 
     /// The next line read byte by byte (see [`Iterator::next`]).
@@ -309,79 +319,72 @@ impl<'a> Lines<'a> {
                     }
                 }
             }
-            match after_key.split_first() {
-                None => {
-                    self.rest = after_key;
-                    return Some(Item::Line(Line {
-                        number,
-                        key,
-                        raw: &[],
-                        value: Err(ValueError::Missing),
-                    }));
-                }
-                Some((b'\n', rest)) => {
-                    self.rest = rest;
-                    return Some(Item::Line(Line {
-                        number,
-                        key,
-                        raw: &[],
-                        value: Err(ValueError::Missing),
-                    }));
-                }
-                Some((b, _)) if is_blank(*b) => {}
-                Some(_) => {
-                    self.rest = skip_line(after_key);
-                    return Some(Item::Malformed { number });
-                }
+            return Some(self.value_after(number, key, after_key));
+        }
+    }
+
+    /// The rest of line `number` after its non-empty `key`, read byte by byte: a key alone,
+    /// or blanks and a value (a number, or anything else up to the line's end). `Malformed`
+    /// when the key runs into a byte that is neither a blank nor the line's end.
+    #[inline(always)]
+    fn value_after(&mut self, number: u32, key: &'a [u8], after_key: &'a [u8]) -> Item<'a> {
+        match after_key.split_first() {
+            None => {
+                self.rest = after_key;
+                return Item::Line(Line { number, key, raw: &[], value: Err(ValueError::Missing) });
             }
-            let (_, value_start) = take_while(after_key, is_blank);
-            // Digits, accumulated in the same pass. Up to 19 digits cannot overflow, so the
-            // loop uses wrapping arithmetic and longer numbers are re-checked below.
-            let mut v: u64 = 0;
-            let mut rest = value_start;
-            while let [b, tail @ ..] = rest {
-                let d = b.wrapping_sub(b'0');
-                if d > 9 {
-                    break;
-                }
-                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
-                rest = tail;
+            Some((b'\n', rest)) => {
+                self.rest = rest;
+                return Item::Line(Line { number, key, raw: &[], value: Err(ValueError::Missing) });
             }
-            let digits = value_start.len().saturating_sub(rest.len());
-            let overflow = digits > 19
-                && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
-            let (_, after_blanks) = take_while(rest, is_blank);
-            match after_blanks.split_first() {
-                // `key digits [blanks] (\n | end)`: the common case.
-                None | Some((b'\n', _)) => {
-                    self.rest = after_blanks.get(1..).unwrap_or_default();
-                    let raw = value_start.get(..digits).unwrap_or_default();
-                    let value = match (digits, overflow) {
-                        (0, _) => Err(ValueError::Missing),
-                        (_, true) => Err(ValueError::Overflow),
-                        (_, false) => Ok(v),
-                    };
-                    return Some(Item::Line(Line { number, key, raw, value }));
-                }
-                // Anything else: the value is not a number; find the line's end.
-                Some(_) => {
-                    let end = find_newline(value_start);
-                    let (raw, rest) = match end {
-                        Some(i) => (
-                            value_start.get(..i).unwrap_or_default(),
-                            value_start.get(i.saturating_add(1)..).unwrap_or_default(),
-                        ),
-                        None => (value_start, &[][..]),
-                    };
-                    self.rest = rest;
-                    let raw = trim(raw);
-                    return Some(Item::Line(Line {
-                        number,
-                        key,
-                        raw,
-                        value: Err(ValueError::NotDecimal),
-                    }));
-                }
+            Some((b, _)) if is_blank(*b) => {}
+            Some(_) => {
+                self.rest = skip_line(after_key);
+                return Item::Malformed { number };
+            }
+        }
+        let (_, value_start) = take_while(after_key, is_blank);
+        // Digits, accumulated in the same pass. Up to 19 digits cannot overflow, so the
+        // loop uses wrapping arithmetic and longer numbers are re-checked below.
+        let mut v: u64 = 0;
+        let mut rest = value_start;
+        while let [b, tail @ ..] = rest {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+            rest = tail;
+        }
+        let digits = value_start.len().saturating_sub(rest.len());
+        let overflow =
+            digits > 19 && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
+        let (_, after_blanks) = take_while(rest, is_blank);
+        match after_blanks.split_first() {
+            // `key digits [blanks] (\n | end)`: the common case.
+            None | Some((b'\n', _)) => {
+                self.rest = after_blanks.get(1..).unwrap_or_default();
+                let raw = value_start.get(..digits).unwrap_or_default();
+                let value = match (digits, overflow) {
+                    (0, _) => Err(ValueError::Missing),
+                    (_, true) => Err(ValueError::Overflow),
+                    (_, false) => Ok(v),
+                };
+                Item::Line(Line { number, key, raw, value })
+            }
+            // Anything else: the value is not a number; find the line's end.
+            Some(_) => {
+                let end = find_newline(value_start);
+                let (raw, rest) = match end {
+                    Some(i) => (
+                        value_start.get(..i).unwrap_or_default(),
+                        value_start.get(i.saturating_add(1)..).unwrap_or_default(),
+                    ),
+                    None => (value_start, &[][..]),
+                };
+                self.rest = rest;
+                let raw = trim(raw);
+                Item::Line(Line { number, key, raw, value: Err(ValueError::NotDecimal) })
             }
         }
     }

@@ -173,17 +173,21 @@ fn parse_lines<K: KeySet, const W: usize, const U: usize, const PREDICT: bool>(
     let mut expected = 0usize;
     loop {
         let known = if PREDICT { lines.next_known(|text| K::expect(expected, text)) } else { None };
-        let (line, key) = match known {
-            Some((key, line)) => (line, Some(key)),
+        let (item, key) = match known {
+            Some((key, item)) => (item, Some(key)),
             None => match lines.next() {
                 None => break,
-                Some(Item::Line(l)) => (l, K::lookup(l.key)),
-                Some(Item::Malformed { number }) => {
-                    diag.file(file, WarningKind::MalformedLine { line: number });
-                    continue;
-                }
+                Some(item) => (item, None),
             },
         };
+        let line = match item {
+            Item::Line(l) => l,
+            Item::Malformed { number } => {
+                diag.file(file, WarningKind::MalformedLine { line: number });
+                continue;
+            }
+        };
+        let key = key.or_else(|| K::lookup(line.key));
         let Some(key) = key else {
             match line.value {
                 Ok(v) => unknown.keep(owner, line.key, v),
