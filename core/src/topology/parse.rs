@@ -263,35 +263,44 @@ impl<'a> Iterator for Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
-    /// The next line when it starts with a key of which `starts` recognises the first `len`
-    /// bytes (returning `(key, len)`) and which ends there: the key predicted from the kernel's
-    /// print order costs one comparison, no search for its end and no hash. The kernel's form
-    /// (as [`kernel_line`] takes it) is read word-wide, any other value as [`Iterator::next`]
-    /// reads it, so the item is the one `next` gives. `None`, with nothing consumed, when the
-    /// line has another key.
+    /// The next line, as [`Iterator::next`] gives it, with its key when `starts` recognised it:
+    /// `starts` returns `(key, len)` when the line's first `len` bytes are the key predicted
+    /// from the kernel's print order, which then costs one comparison instead of a search for
+    /// the key's end (and the caller's hash). Either way the value is read once: the kernel's
+    /// form (as [`kernel_line`] takes it) word-wide, anything else byte by byte.
     #[inline(always)]
-    pub(crate) fn next_known<K>(
+    pub(crate) fn next_keyed<K>(
         &mut self,
         starts: impl FnOnce(&[u8]) -> Option<(K, usize)>,
-    ) -> Option<(K, Item<'a>)> {
-        let (key, len) = starts(self.rest)?;
-        let (name, after) = self.rest.split_at_checked(len)?;
+    ) -> Option<(Option<K>, Item<'a>)> {
+        let mut key = None;
+        let (name, after) = 'key: {
+            if let Some((known, len)) = starts(self.rest)
+                && let Some((name, after)) = self.rest.split_at_checked(len)
+                // The key must end where the name does, as `split_key` would end it.
+                && !after.first().is_some_and(|b| is_key_byte(*b))
+            {
+                key = Some(known);
+                break 'key (name, after);
+            }
+            let (name, after) = split_key(self.rest);
+            if name.is_empty() {
+                // A blank or malformed line, or the end.
+                return self.general_line().map(|item| (None, item));
+            }
+            (name, after)
+        };
         let number = self.number.saturating_add(1);
+        self.number = number;
         if let Some((line, rest)) = kernel_value(name, after, number) {
-            self.number = number;
             self.rest = rest;
             return Some((key, Item::Line(line)));
         }
-        // The key must end where the name does, as `split_key` would end it.
-        if after.first().is_some_and(|b| is_key_byte(*b)) {
-            return None;
-        }
-        self.number = number;
         Some((key, self.value_after(number, name, after)))
     }
 
     /// The next line read byte by byte (see [`Iterator::next`]).
-    #[inline(always)]
+    #[inline(never)]
     fn general_line(&mut self) -> Option<Item<'a>> {
         loop {
             if self.rest.is_empty() {

@@ -172,14 +172,12 @@ fn parse_lines<K: KeySet, const W: usize, const U: usize, const PREDICT: bool>(
     let mut lines = Lines::new(bytes);
     let mut expected = 0usize;
     loop {
-        let known = if PREDICT { lines.next_known(|text| K::expect(expected, text)) } else { None };
-        let (item, key) = match known {
-            Some((key, item)) => (item, Some(key)),
-            None => match lines.next() {
-                None => break,
-                Some(item) => (item, None),
-            },
+        let next = if PREDICT {
+            lines.next_keyed(|text| K::expect(expected, text))
+        } else {
+            lines.next().map(|item| (None, item))
         };
+        let Some((key, item)) = next else { break };
         let line = match item {
             Item::Line(l) => l,
             Item::Malformed { number } => {
