@@ -116,15 +116,37 @@ pub(crate) fn parse_decimal(s: &[u8]) -> Result<u64, ValueError> {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Position of the first `\n` in `s`, eight bytes at a time.
+/// The zero bytes of `x` (as `0x80` flags): the lowest flag is always a true one.
+#[inline(always)]
+const fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// Position of the first `\n` in `s`, sixteen then eight bytes at a time.
 #[inline]
 fn find_newline(s: &[u8]) -> Option<usize> {
+    const NEWLINES: u64 = 0x0A0A_0A0A_0A0A_0A0A;
     let mut done = 0usize;
     let mut rest = s;
+    // Long values (`sibling_map`, hundreds of bytes) two words per step.
+    while let Some((pair, tail)) = rest.split_first_chunk::<16>() {
+        let both = u128::from_le_bytes(*pair);
+        let lo = zero_bytes(both as u64 ^ NEWLINES);
+        let hi = zero_bytes((both >> 64) as u64 ^ NEWLINES);
+        if lo | hi != 0 {
+            let at = if lo != 0 {
+                lo.trailing_zeros() / 8
+            } else {
+                8u32.saturating_add(hi.trailing_zeros() / 8)
+            };
+            return Some(done.saturating_add(at as usize));
+        }
+        done = done.saturating_add(16);
+        rest = tail;
+    }
     while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
-        let x = u64::from_le_bytes(*chunk) ^ (u64::from(b'\n') * ONES);
-        // A zero byte of `x` is a newline; the lowest flagged byte is always a true one.
-        let m = x.wrapping_sub(ONES) & !x & HIGHS;
+        // A zero byte of the xor is a newline.
+        let m = zero_bytes(u64::from_le_bytes(*chunk) ^ NEWLINES);
         if m != 0 {
             return Some(done.saturating_add((m.trailing_zeros() / 8) as usize));
         }
@@ -443,19 +465,22 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
     // entries) at a time, then two bytes per entry. Anything else goes through the general
     // loop below.
     if raw.len() % 2 == 1 && raw.len() / 2 < SIBLING_MAP_CAPACITY {
+        /// Four entries `d,` as the kernel prints them, with every `d` a `0`.
+        const FORM: u64 = 0x2C30_2C30_2C30_2C30;
+        /// Moves bits 0, 16, 32 and 48 to bits 48 to 51: the partial products land on
+        /// distinct bits, so nothing carries into those four.
+        const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
         let mut i = 0usize;
         let mut rest = raw;
         let mut ok = true;
         while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
-            let w = u64::from_le_bytes(*chunk);
-            if w & 0xFF00_FF00_FF00_FF00 != 0x2C00_2C00_2C00_2C00
-                || w & 0x00FE_00FE_00FE_00FE != 0x0030_0030_0030_0030
-            {
+            // A chunk of the kernel's form differs from `FORM` only in its entries' low bits.
+            let d = u64::from_le_bytes(*chunk) ^ FORM;
+            if d & !0x0001_0001_0001_0001 != 0 {
                 ok = false;
                 break;
             }
-            let d = w & 0x0001_0001_0001_0001;
-            let nibble = ((d | d >> 15 | d >> 30 | d >> 45) & 0xF) as u32;
+            let nibble = (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
             if let Some(word) = out.bits.get_mut(i / 32) {
                 // i is a multiple of 4, so the nibble never straddles two words.
                 *word |= nibble << (i % 32);
@@ -509,6 +534,7 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::String;
     use std::vec::Vec;
 
     fn lines(s: &[u8]) -> Vec<Item<'_>> {
@@ -609,6 +635,14 @@ mod tests {
             v[i] = b'x';
         }
         assert_eq!(find_newline(b"\x0b\x09\n"), Some(2));
+        // Long inputs: the two-word steps, then the one-word and byte tails.
+        let mut long = std::vec![b'0'; 600];
+        for i in (0..600).step_by(7) {
+            long[i] = b'\n';
+            assert_eq!(find_newline(&long), Some(i));
+            assert_eq!(find_newline(&long[..i]), None);
+            long[i] = b',';
+        }
     }
 
     #[test]
@@ -762,6 +796,36 @@ mod tests {
         assert_eq!((m.entries, m.malformed), (3, true));
         let m = parse_sibling_map(b"1,0,1,0;0,1,0,1,1");
         assert_eq!((m.entries, m.malformed), (3, true));
+    }
+
+    /// The word-wide path against the general loop on random maps of every length up to
+    /// beyond the capacity, clean or with one byte changed anywhere.
+    #[test]
+    fn random_sibling_maps_match_the_general_loop() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..4_000 {
+            let n = 1 + (next() % 300) as usize;
+            let set: Vec<usize> = (0..n).filter(|_| next() % 3 == 0).collect();
+            let mut text = map_text(n, &set);
+            if next() % 2 == 0 {
+                let at = (next() % text.len() as u64) as usize;
+                // Bytes one bit away from the kernel's, others, and any byte at all.
+                let bytes = [b'2', b' ', b',', b'-', b'0', b'1', b'/', 0x31 | 0x80, b'\n', b'\r'];
+                let r = next();
+                text[at] = bytes.get((r % 12) as usize).copied().unwrap_or((r >> 8) as u8);
+            }
+            // The general loop alone: a blank after the last entry keeps the fast path out.
+            let mut general = text.clone();
+            general.push(b' ');
+            let (fast, slow) = (parse_sibling_map(&text), parse_sibling_map(&general));
+            assert_eq!(fast, slow, "{:?}", String::from_utf8_lossy(&text));
+        }
     }
 
     #[test]
