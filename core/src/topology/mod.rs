@@ -95,6 +95,7 @@ mod keys;
 mod marketing;
 mod node;
 mod parse;
+mod records;
 mod refresh;
 mod snapshot;
 mod storage;
