@@ -23,7 +23,9 @@
 //! entry costs no second failing open. That descriptor (or the memory of a missing directory)
 //! is dropped whenever `generation_id` is read, which brackets every snapshot, and when the
 //! walk ends ([`Sysfs::walk_done`](hsakmt_core::platform::Sysfs::walk_done)), so none outlives
-//! a snapshot (or sees a directory the kernel has since replaced). `generation_id` itself, read
+//! a snapshot (or sees a directory the kernel has since replaced). The descriptor that listed
+//! `nodes/` is held the same way and is the base of each node's own files and entry
+//! directories (`N/properties`: two components instead of three). `generation_id` itself, read
 //! at both ends of a walk, is opened once per walk: its descriptor is held from the first read
 //! to the end of the walk, and the second read is a `pread` at offset 0, which makes sysfs
 //! print the attribute anew (and reads a regular file's current bytes).
@@ -54,6 +56,10 @@ pub struct SysfsTree {
     /// `generation_id`, open from its first read in a walk to the walk's end (see the module
     /// docs). Taken out while in use, like `entries`.
     generation: spin::Mutex<Option<OwnedFd>>,
+    /// `nodes/`, open from its listing to the next read of `generation_id` (see the module
+    /// docs): the base of the nodes' own files and entry directories. Taken out while in use,
+    /// like `entries`.
+    nodes: spin::Mutex<Option<OwnedFd>>,
 }
 
 /// A `nodes/N/<kind>/` directory met in the current snapshot.
@@ -100,6 +106,7 @@ impl SysfsTree {
             root,
             entries: spin::Mutex::new(None),
             generation: spin::Mutex::new(None),
+            nodes: spin::Mutex::new(None),
         }
     }
 
@@ -239,9 +246,7 @@ impl SysfsTree {
         if let Some(d) = held.filter(|d| d.node == node && d.kind == kind) {
             return Some(d);
         }
-        let mut path = self.base();
-        self::node(&mut path, node, kind.dir_name()).ok()?;
-        let fd = match self.open(&path, flags) {
+        let fd = match self.open_in_node(node, kind.dir_name(), flags) {
             Ok(fd) => Some(fd),
             Err(Errno::ENOENT) => None,
             Err(_) => return None,
@@ -256,11 +261,34 @@ impl SysfsTree {
         }
     }
 
-    /// Closes the held entry directory.
+    /// Closes the held entry directory and `nodes/`.
     fn release_entries(&self) {
         if let Some(mut slot) = self.entries.try_lock() {
             *slot = None;
         }
+        if let Some(mut slot) = self.nodes.try_lock() {
+            *slot = None;
+        }
+    }
+
+    /// Opens `nodes/N/<leaf>` relative to the held `nodes/` (two components instead of three),
+    /// or from the root when none is held.
+    fn open_in_node(&self, node: u32, leaf: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let held = self.nodes.try_lock().and_then(|mut slot| slot.take());
+        let Some(nodes) = held else {
+            let mut path = self.base();
+            self::node(&mut path, node, leaf)?;
+            return self.open(&path, flags);
+        };
+        let mut path = FixedPath::default();
+        let opened = path
+            .push_num(node)
+            .and_then(|()| path.push_str(leaf))
+            .and_then(|()| openat_retrying(&nodes, path.as_c_str(), flags | OFlags::CLOEXEC));
+        if let Some(mut slot) = self.nodes.try_lock() {
+            *slot = Some(nodes);
+        }
+        opened
     }
 
     /// Reads `generation_id` through the descriptor held since its last read in this walk, or
@@ -366,15 +394,36 @@ fn read_regular(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
 
 /// Lists the decimal-numbered entries of the directory open at `fd` (from its current
 /// position) into `out` as [`Sysfs::list_dir`](hsakmt_core::platform::Sysfs::list_dir) says.
+///
+/// A listing usually ends with a `getdents64` that returns nothing. That call is skipped when
+/// the last record of a batch already carries the directory's end position as the offset of
+/// the entry after it: `getdents64` stores the directory's position on return there
+/// (`fs/readdir.c`: the last record's `d_off` is `ctx.pos`). A filesystem sets its end
+/// position only once it has emitted every entry, and an entry's own position is never the
+/// end position: sysfs (`kernfs_fop_readdir` ends with `ctx->pos = INT_MAX`, and
+/// `kernfs_name_hash` keeps names' positions below `INT_MAX`), ext4 (`EXT4_HTREE_EOF_32BIT`
+/// or `_64BIT`, `INT_MAX` or `LLONG_MAX`, which `ext4fs_dirhash` keeps names' hashes off),
+/// btrfs (`INT_MAX` or `LLONG_MAX` after its last index) and the tmpfs of current kernels
+/// (libfs `DIR_OFFSET_EOD`, `INT_MAX`). Elsewhere (xfs, procfs, FUSE, NFS) a listing ends on
+/// an ordinary position and keeps its last call. A batch cut short — `filldir64` stops early
+/// on a pending signal — ends on an entry's own position, so the next call is made as
+/// before. The room left in the buffer says nothing here: a signal can end a batch with room
+/// to spare.
 fn list_numbers(fd: &OwnedFd, out: &mut [u32]) -> Result<usize, Errno> {
+    /// `INT_MAX` and `LLONG_MAX`, the end positions named above.
+    const END_OF_DIRECTORY: [u64; 2] = [i32::MAX as u64, i64::MAX as u64];
     let mut space = [MaybeUninit::<u8>::uninit(); 4096];
     let mut entries = RawDir::new(fd, &mut space);
     let mut total = 0;
     while let Some(entry) = entries.next() {
         let entry = entry.map_err(from_rustix)?;
+        let next = entry.next_entry_cookie();
         if let Some(n) = parse_decimal(entry.file_name().to_bytes()) {
             keep_smallest(out, total, n);
             total += 1;
+        }
+        if entries.is_buffer_empty() && END_OF_DIRECTORY.contains(&next) {
+            break;
         }
     }
     Ok(total)
@@ -393,6 +442,9 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
                 self.release_entries();
                 return self.read_generation(buf);
             }
+            SysfsFile::GpuId(n) => self.open_in_node(n, "gpu_id", FILE_FLAGS)?,
+            SysfsFile::Name(n) => self.open_in_node(n, "name", FILE_FLAGS)?,
+            SysfsFile::NodeProperties(n) => self.open_in_node(n, "properties", FILE_FLAGS)?,
             _ => self.open(&self.file_path(file)?, FILE_FLAGS)?,
         };
         read_regular(&fd, buf)
@@ -418,7 +470,13 @@ impl hsakmt_core::platform::Sysfs for SysfsTree {
             Err(Errno::ENOENT) => return Ok(0),
             Err(e) => return Err(e),
         };
-        list_numbers(&fd, out)
+        let listed = list_numbers(&fd, out);
+        if dir == SysfsDir::Nodes
+            && let Some(mut slot) = self.nodes.try_lock()
+        {
+            *slot = Some(fd);
+        }
+        listed
     }
 }
 
@@ -690,6 +748,74 @@ mod tests {
         // A directory in its place.
         std::fs::create_dir(&gen_path).unwrap();
         assert_eq!(read(), Err(Errno::EISDIR));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The descriptor that listed `nodes/` opens the nodes' files and entry directories until
+    /// `generation_id` is read, so a `nodes/` the kernel replaced is found anew by the next walk.
+    #[test]
+    fn nodes_directory_is_held_between_generation_reads() {
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-nodes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let write = |path: &str, text: &str| {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("generation_id", "1\n");
+        write("nodes/0/properties", "simd_count 0\n");
+        write("nodes/12/gpu_id", "4660\n");
+        write("nodes/12/io_links/0/properties", "type 2\n");
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let read = |file| {
+            let mut buf = [0u8; 64];
+            tree.read_file(file, &mut buf).map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+        };
+        let mut ids = [0u32; 4];
+        assert_eq!(read(SysfsFile::GenerationId).unwrap(), "1\n");
+        assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut ids), Ok(2));
+        assert!(tree.nodes.lock().is_some(), "held after the listing");
+        assert_eq!(read(SysfsFile::NodeProperties(0)).unwrap(), "simd_count 0\n");
+        assert_eq!(read(SysfsFile::GpuId(12)).unwrap(), "4660\n");
+        assert_eq!(read(SysfsFile::Name(12)), Err(Errno::ENOENT));
+        let link = SysfsFile::EntryProperties { node: 12, kind: EntryKind::IoLink, index: 0 };
+        assert_eq!(read(link).unwrap(), "type 2\n");
+        assert!(tree.nodes.lock().is_some(), "still held");
+        // Replaced: the held descriptor still sees the old tree until generation_id is read.
+        std::fs::rename(dir.join("nodes"), dir.join("old")).unwrap();
+        write("nodes/0/properties", "simd_count 4\n");
+        assert_eq!(read(SysfsFile::NodeProperties(0)).unwrap(), "simd_count 0\n");
+        assert_eq!(read(SysfsFile::GenerationId).unwrap(), "1\n");
+        assert!(tree.nodes.lock().is_none(), "let go at the generation read");
+        assert_eq!(read(SysfsFile::NodeProperties(0)).unwrap(), "simd_count 4\n");
+        assert_eq!(read(SysfsFile::GpuId(12)), Err(Errno::ENOENT));
+        assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut ids), Ok(1));
+        tree.walk_done();
+        assert!(tree.nodes.lock().is_none(), "closed when the walk ends");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A listing longer than one `getdents64` batch is read to its end: only the directory's
+    /// end position stops it early, not a batch that leaves room in the buffer.
+    #[test]
+    fn long_listings_are_read_to_the_end() {
+        let dir = std::env::temp_dir().join(format!("hsakmt-linux-long-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for n in 0..700u32 {
+            std::fs::create_dir_all(dir.join(format!("nodes/{n}"))).unwrap();
+        }
+        let tree = SysfsTree::at(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let mut ids = [0u32; 1024];
+        assert_eq!(tree.list_dir(SysfsDir::Nodes, &mut ids), Ok(700));
+        let mut got = ids[..700].to_vec();
+        got.sort_unstable();
+        assert!(got.iter().copied().eq(0..700));
+        // An empty directory, and one listed again through the held descriptor.
+        let banks = SysfsDir::Entries { node: 3, kind: EntryKind::MemBank };
+        std::fs::create_dir_all(dir.join("nodes/3/mem_banks")).unwrap();
+        assert_eq!(tree.list_dir(banks, &mut ids), Ok(0));
+        std::fs::create_dir_all(dir.join("nodes/3/mem_banks/0")).unwrap();
+        assert_eq!(tree.list_dir(banks, &mut ids), Ok(1));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -135,6 +135,15 @@ impl<const SLOTS: usize, const N: usize> KeyIndex<SLOTS, N> {
         }
     }
 
+    /// The length of `names[i]` when `text` starts with it: the name's [`words`] against those
+    /// of `text`'s first bytes, no hash and no search for the key's end.
+    #[inline(always)]
+    pub(crate) fn starts(&self, names: &[&str], i: usize, text: &[u8]) -> Option<usize> {
+        let name = names.get(i)?.as_bytes();
+        let head = text.get(..name.len())?;
+        (words(head) == *self.words.get(i)? && same_name(name, head)).then_some(name.len())
+    }
+
     /// The position of `name` in `names`, if it is one of them.
     #[inline]
     pub(crate) fn find(&self, names: &[&str], name: &[u8]) -> Option<usize> {
@@ -175,6 +184,11 @@ pub(crate) trait KeySet: Copy + 'static {
     type Props;
     /// Looks a sysfs name up.
     fn lookup(name: &[u8]) -> Option<Self>;
+    /// The key at `position` of the kernel's print order and the length of its name, when
+    /// `text` starts with that name.
+    fn expect(position: usize, text: &[u8]) -> Option<(Self, usize)>;
+    /// The key's position in the kernel's print order.
+    fn position(self) -> usize;
     /// Stores a value. `Ok(true)` when the key had been seen before in this record.
     fn store(props: &mut Self::Props, key: Self, value: u64) -> Result<bool, OutOfRange>;
     /// The key as a [`KeyId`] for warnings.
@@ -344,6 +358,15 @@ macro_rules! key_set {
             #[inline]
             fn lookup(name: &[u8]) -> Option<Self> {
                 Self::from_name(name)
+            }
+            #[inline(always)]
+            fn expect(position: usize, text: &[u8]) -> Option<(Self, usize)> {
+                let len = Self::INDEX.starts(Self::NAMES, position, text)?;
+                Some((*Self::ALL.get(position)?, len))
+            }
+            #[inline(always)]
+            fn position(self) -> usize {
+                self as usize
             }
             #[inline]
             fn store(props: &mut $Props, key: Self, value: u64) -> Result<bool, OutOfRange> {

@@ -25,8 +25,9 @@
 //! Cost: one `read_file` per file into the caller's buffer (plus a second read of
 //! `generation_id`), one `list_dir` per directory ([`EntryEnumeration::TrustCounts`] skips the
 //! per-node entry listings on a live kernel), and one pass over each file's bytes: keys are
-//! found with a compile-time perfect hash, numbers are accumulated while scanning, newlines,
-//! key ends and `sibling_map` bits are processed eight bytes at a time.
+//! checked first against the key the kernel's print order puts next, else found with a
+//! compile-time perfect hash; numbers are accumulated while scanning; newlines, key ends and
+//! `sibling_map` bits are processed eight or more bytes at a time.
 //!
 //! Where this differs from libhsakmt on purpose:
 //! - hidden nodes stay in the snapshot, marked inaccessible with the reason ([`Hidden`]):
@@ -94,6 +95,7 @@ mod keys;
 mod marketing;
 mod node;
 mod parse;
+mod records;
 mod refresh;
 mod snapshot;
 mod storage;

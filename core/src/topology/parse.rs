@@ -116,15 +116,37 @@ pub(crate) fn parse_decimal(s: &[u8]) -> Result<u64, ValueError> {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Position of the first `\n` in `s`, eight bytes at a time.
+/// The zero bytes of `x` (as `0x80` flags): the lowest flag is always a true one.
+#[inline(always)]
+const fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// Position of the first `\n` in `s`, sixteen then eight bytes at a time.
 #[inline]
 fn find_newline(s: &[u8]) -> Option<usize> {
+    const NEWLINES: u64 = 0x0A0A_0A0A_0A0A_0A0A;
     let mut done = 0usize;
     let mut rest = s;
+    // Long values (`sibling_map`, hundreds of bytes) two words per step.
+    while let Some((pair, tail)) = rest.split_first_chunk::<16>() {
+        let both = u128::from_le_bytes(*pair);
+        let lo = zero_bytes(both as u64 ^ NEWLINES);
+        let hi = zero_bytes((both >> 64) as u64 ^ NEWLINES);
+        if lo | hi != 0 {
+            let at = if lo != 0 {
+                lo.trailing_zeros() / 8
+            } else {
+                8u32.saturating_add(hi.trailing_zeros() / 8)
+            };
+            return Some(done.saturating_add(at as usize));
+        }
+        done = done.saturating_add(16);
+        rest = tail;
+    }
     while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
-        let x = u64::from_le_bytes(*chunk) ^ (u64::from(b'\n') * ONES);
-        // A zero byte of `x` is a newline; the lowest flagged byte is always a true one.
-        let m = x.wrapping_sub(ONES) & !x & HIGHS;
+        // A zero byte of the xor is a newline.
+        let m = zero_bytes(u64::from_le_bytes(*chunk) ^ NEWLINES);
         if m != 0 {
             return Some(done.saturating_add((m.trailing_zeros() / 8) as usize));
         }
@@ -217,10 +239,16 @@ const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_0
 #[inline(always)]
 fn kernel_line(s: &[u8], number: u32) -> Option<(Line<'_>, &[u8])> {
     let (key, after) = split_key(s);
-    let [b' ', value @ ..] = after else { return None };
     if key.is_empty() {
         return None;
     }
+    kernel_value(key, after, number)
+}
+
+/// The rest of the kernel's line after its key: ` digits\n` as [`kernel_line`] takes it.
+#[inline(always)]
+fn kernel_value<'a>(key: &'a [u8], after: &'a [u8], number: u32) -> Option<(Line<'a>, &'a [u8])> {
+    let [b' ', value @ ..] = after else { return None };
     let (first, tail) = value.split_first_chunk::<8>()?;
     let (v, n) = word_digits(u64::from_le_bytes(*first));
     let (v, n) = match n {
@@ -257,8 +285,44 @@ impl<'a> Iterator for Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
-    /// The next line read byte by byte (see [`Iterator::next`]).
+    /// The next line, as [`Iterator::next`] gives it, with its key when `starts` recognised it:
+    /// `starts` returns `(key, len)` when the line's first `len` bytes are the key predicted
+    /// from the kernel's print order, which then costs one comparison instead of a search for
+    /// the key's end (and the caller's hash). Either way the value is read once: the kernel's
+    /// form (as [`kernel_line`] takes it) word-wide, anything else byte by byte.
     #[inline(always)]
+    pub(crate) fn next_keyed<K>(
+        &mut self,
+        starts: impl FnOnce(&[u8]) -> Option<(K, usize)>,
+    ) -> Option<(Option<K>, Item<'a>)> {
+        let mut key = None;
+        let (name, after) = 'key: {
+            if let Some((known, len)) = starts(self.rest)
+                && let Some((name, after)) = self.rest.split_at_checked(len)
+                // The key must end where the name does, as `split_key` would end it.
+                && !after.first().is_some_and(|b| is_key_byte(*b))
+            {
+                key = Some(known);
+                break 'key (name, after);
+            }
+            let (name, after) = split_key(self.rest);
+            if name.is_empty() {
+                // A blank or malformed line, or the end.
+                return self.general_line().map(|item| (None, item));
+            }
+            (name, after)
+        };
+        let number = self.number.saturating_add(1);
+        self.number = number;
+        if let Some((line, rest)) = kernel_value(name, after, number) {
+            self.rest = rest;
+            return Some((key, Item::Line(line)));
+        }
+        Some((key, self.value_after(number, name, after)))
+    }
+
+    /// The next line read byte by byte (see [`Iterator::next`]).
+    #[inline(never)]
     fn general_line(&mut self) -> Option<Item<'a>> {
         loop {
             if self.rest.is_empty() {
@@ -286,79 +350,72 @@ impl<'a> Lines<'a> {
                     }
                 }
             }
-            match after_key.split_first() {
-                None => {
-                    self.rest = after_key;
-                    return Some(Item::Line(Line {
-                        number,
-                        key,
-                        raw: &[],
-                        value: Err(ValueError::Missing),
-                    }));
-                }
-                Some((b'\n', rest)) => {
-                    self.rest = rest;
-                    return Some(Item::Line(Line {
-                        number,
-                        key,
-                        raw: &[],
-                        value: Err(ValueError::Missing),
-                    }));
-                }
-                Some((b, _)) if is_blank(*b) => {}
-                Some(_) => {
-                    self.rest = skip_line(after_key);
-                    return Some(Item::Malformed { number });
-                }
+            return Some(self.value_after(number, key, after_key));
+        }
+    }
+
+    /// The rest of line `number` after its non-empty `key`, read byte by byte: a key alone,
+    /// or blanks and a value (a number, or anything else up to the line's end). `Malformed`
+    /// when the key runs into a byte that is neither a blank nor the line's end.
+    #[inline(always)]
+    fn value_after(&mut self, number: u32, key: &'a [u8], after_key: &'a [u8]) -> Item<'a> {
+        match after_key.split_first() {
+            None => {
+                self.rest = after_key;
+                return Item::Line(Line { number, key, raw: &[], value: Err(ValueError::Missing) });
             }
-            let (_, value_start) = take_while(after_key, is_blank);
-            // Digits, accumulated in the same pass. Up to 19 digits cannot overflow, so the
-            // loop uses wrapping arithmetic and longer numbers are re-checked below.
-            let mut v: u64 = 0;
-            let mut rest = value_start;
-            while let [b, tail @ ..] = rest {
-                let d = b.wrapping_sub(b'0');
-                if d > 9 {
-                    break;
-                }
-                v = v.wrapping_mul(10).wrapping_add(u64::from(d));
-                rest = tail;
+            Some((b'\n', rest)) => {
+                self.rest = rest;
+                return Item::Line(Line { number, key, raw: &[], value: Err(ValueError::Missing) });
             }
-            let digits = value_start.len().saturating_sub(rest.len());
-            let overflow = digits > 19
-                && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
-            let (_, after_blanks) = take_while(rest, is_blank);
-            match after_blanks.split_first() {
-                // `key digits [blanks] (\n | end)`: the common case.
-                None | Some((b'\n', _)) => {
-                    self.rest = after_blanks.get(1..).unwrap_or_default();
-                    let raw = value_start.get(..digits).unwrap_or_default();
-                    let value = match (digits, overflow) {
-                        (0, _) => Err(ValueError::Missing),
-                        (_, true) => Err(ValueError::Overflow),
-                        (_, false) => Ok(v),
-                    };
-                    return Some(Item::Line(Line { number, key, raw, value }));
-                }
-                // Anything else: the value is not a number; find the line's end.
-                Some(_) => {
-                    let end = find_newline(value_start);
-                    let (raw, rest) = match end {
-                        Some(i) => (
-                            value_start.get(..i).unwrap_or_default(),
-                            value_start.get(i.saturating_add(1)..).unwrap_or_default(),
-                        ),
-                        None => (value_start, &[][..]),
-                    };
-                    self.rest = rest;
-                    let raw = trim(raw);
-                    return Some(Item::Line(Line {
-                        number,
-                        key,
-                        raw,
-                        value: Err(ValueError::NotDecimal),
-                    }));
-                }
+            Some((b, _)) if is_blank(*b) => {}
+            Some(_) => {
+                self.rest = skip_line(after_key);
+                return Item::Malformed { number };
+            }
+        }
+        let (_, value_start) = take_while(after_key, is_blank);
+        // Digits, accumulated in the same pass. Up to 19 digits cannot overflow, so the
+        // loop uses wrapping arithmetic and longer numbers are re-checked below.
+        let mut v: u64 = 0;
+        let mut rest = value_start;
+        while let [b, tail @ ..] = rest {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+            rest = tail;
+        }
+        let digits = value_start.len().saturating_sub(rest.len());
+        let overflow =
+            digits > 19 && parse_decimal(value_start.get(..digits).unwrap_or_default()).is_err();
+        let (_, after_blanks) = take_while(rest, is_blank);
+        match after_blanks.split_first() {
+            // `key digits [blanks] (\n | end)`: the common case.
+            None | Some((b'\n', _)) => {
+                self.rest = after_blanks.get(1..).unwrap_or_default();
+                let raw = value_start.get(..digits).unwrap_or_default();
+                let value = match (digits, overflow) {
+                    (0, _) => Err(ValueError::Missing),
+                    (_, true) => Err(ValueError::Overflow),
+                    (_, false) => Ok(v),
+                };
+                Item::Line(Line { number, key, raw, value })
+            }
+            // Anything else: the value is not a number; find the line's end.
+            Some(_) => {
+                let end = find_newline(value_start);
+                let (raw, rest) = match end {
+                    Some(i) => (
+                        value_start.get(..i).unwrap_or_default(),
+                        value_start.get(i.saturating_add(1)..).unwrap_or_default(),
+                    ),
+                    None => (value_start, &[][..]),
+                };
+                self.rest = rest;
+                let raw = trim(raw);
+                Item::Line(Line { number, key, raw, value: Err(ValueError::NotDecimal) })
             }
         }
     }
@@ -404,23 +461,47 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
     if raw.is_empty() {
         return out;
     }
-    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: eight bytes (four
-    // entries) at a time, then two bytes per entry. Anything else goes through the general
-    // loop below.
+    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: thirty-two bytes
+    // (sixteen entries), then eight (four) at a time, then two bytes per entry. A block that
+    // is not of that form is read again by the smaller steps, which find the fault. Anything
+    // else goes through the general loop below.
     if raw.len() % 2 == 1 && raw.len() / 2 < SIBLING_MAP_CAPACITY {
+        /// Four entries `d,` as the kernel prints them, with every `d` a `0`.
+        const FORM: u64 = 0x2C30_2C30_2C30_2C30;
+        /// Moves bits 0, 16, 32 and 48 to bits 48 to 51: the partial products land on
+        /// distinct bits, so nothing carries into those four.
+        const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
+        const LOW_BITS: u64 = 0x0001_0001_0001_0001;
         let mut i = 0usize;
         let mut rest = raw;
         let mut ok = true;
+        // Sixteen entries per step: four words tested together, their bits stored at once.
+        while let Some((block, tail)) = rest.split_first_chunk::<32>() {
+            let (lo, hi) = (block.first_chunk::<16>(), block.last_chunk::<16>());
+            let lo = lo.map_or(0, |b| u128::from_le_bytes(*b));
+            let hi = hi.map_or(0, |b| u128::from_le_bytes(*b));
+            let d = [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64].map(|w| w ^ FORM);
+            let [d0, d1, d2, d3] = d;
+            if (d0 | d1 | d2 | d3) & !LOW_BITS != 0 {
+                break;
+            }
+            let nibble = |d: u64| (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
+            let bits = nibble(d0) | nibble(d1) << 4 | nibble(d2) << 8 | nibble(d3) << 12;
+            if let Some(word) = out.bits.get_mut(i / 32) {
+                // i is a multiple of 16, so the sixteen bits never straddle two words.
+                *word |= bits << (i % 32);
+            }
+            i = i.saturating_add(16);
+            rest = tail;
+        }
         while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
-            let w = u64::from_le_bytes(*chunk);
-            if w & 0xFF00_FF00_FF00_FF00 != 0x2C00_2C00_2C00_2C00
-                || w & 0x00FE_00FE_00FE_00FE != 0x0030_0030_0030_0030
-            {
+            // A chunk of the kernel's form differs from `FORM` only in its entries' low bits.
+            let d = u64::from_le_bytes(*chunk) ^ FORM;
+            if d & !LOW_BITS != 0 {
                 ok = false;
                 break;
             }
-            let d = w & 0x0001_0001_0001_0001;
-            let nibble = ((d | d >> 15 | d >> 30 | d >> 45) & 0xF) as u32;
+            let nibble = (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
             if let Some(word) = out.bits.get_mut(i / 32) {
                 // i is a multiple of 4, so the nibble never straddles two words.
                 *word |= nibble << (i % 32);
@@ -474,6 +555,7 @@ pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::String;
     use std::vec::Vec;
 
     fn lines(s: &[u8]) -> Vec<Item<'_>> {
@@ -574,6 +656,14 @@ mod tests {
             v[i] = b'x';
         }
         assert_eq!(find_newline(b"\x0b\x09\n"), Some(2));
+        // Long inputs: the two-word steps, then the one-word and byte tails.
+        let mut long = std::vec![b'0'; 600];
+        for i in (0..600).step_by(7) {
+            long[i] = b'\n';
+            assert_eq!(find_newline(&long), Some(i));
+            assert_eq!(find_newline(&long[..i]), None);
+            long[i] = b',';
+        }
     }
 
     #[test]
@@ -727,6 +817,36 @@ mod tests {
         assert_eq!((m.entries, m.malformed), (3, true));
         let m = parse_sibling_map(b"1,0,1,0;0,1,0,1,1");
         assert_eq!((m.entries, m.malformed), (3, true));
+    }
+
+    /// The word-wide path against the general loop on random maps of every length up to
+    /// beyond the capacity, clean or with one byte changed anywhere.
+    #[test]
+    fn random_sibling_maps_match_the_general_loop() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..4_000 {
+            let n = 1 + (next() % 300) as usize;
+            let set: Vec<usize> = (0..n).filter(|_| next() % 3 == 0).collect();
+            let mut text = map_text(n, &set);
+            if next() % 2 == 0 {
+                let at = (next() % text.len() as u64) as usize;
+                // Bytes one bit away from the kernel's, others, and any byte at all.
+                let bytes = [b'2', b' ', b',', b'-', b'0', b'1', b'/', 0x31 | 0x80, b'\n', b'\r'];
+                let r = next();
+                text[at] = bytes.get((r % 12) as usize).copied().unwrap_or((r >> 8) as u8);
+            }
+            // The general loop alone: a blank after the last entry keeps the fast path out.
+            let mut general = text.clone();
+            general.push(b' ');
+            let (fast, slow) = (parse_sibling_map(&text), parse_sibling_map(&general));
+            assert_eq!(fast, slow, "{:?}", String::from_utf8_lossy(&text));
+        }
     }
 
     #[test]

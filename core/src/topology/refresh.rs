@@ -8,14 +8,15 @@ use crate::error::Errno;
 use crate::platform::{EntryKind, Host, Sysfs, SysfsDir, SysfsFile};
 
 use super::derive::Graph;
-use super::diag::{Diagnostics, Location, UnknownKeys, ValueProblem, WarningKind, entry_file};
+use super::diag::{Diagnostics, Location, WarningKind, entry_file};
 use super::gfx::{self, GfxVersion, OVERRIDE_MAX_LEN, OverrideError};
-use super::keys::{CacheKey, KeySet, LinkKey, LinkProperties, NodeKey, OutOfRange, SystemKey};
+use super::keys::{CacheKey, KeySet, LinkKey, LinkProperties, NodeKey, SystemKey};
 use super::node::{
     Cache, IoLinkType, Link, LinkOrigin, MemBank, NAME_CAPACITY, Node, Owner, SiblingMap, Span,
     SpanKind,
 };
-use super::parse::{self, Item, Line, Lines, SIBLING_MAP_CAPACITY};
+use super::parse::{self, Line, SIBLING_MAP_CAPACITY};
+use super::records::{no_special, parse_props, problem};
 use super::snapshot::{LISTING_CAPACITY, Topology};
 use super::validate::check_gfx_target_version;
 use super::{Error, Table};
@@ -140,73 +141,6 @@ fn classify<'b, const W: usize>(
             Fetched::Unavailable
         }
     }
-}
-
-/// Parses a `key value` file into a record. `special` sees each known key first and returns
-/// `true` when it consumed the line.
-fn parse_props<K: KeySet, const W: usize, const U: usize>(
-    bytes: &[u8],
-    props: &mut K::Props,
-    file: SysfsFile,
-    owner: Owner,
-    diag: &mut Diagnostics<W>,
-    unknown: &mut UnknownKeys<U>,
-    mut special: impl FnMut(K, &Line<'_>, &mut K::Props, &mut Diagnostics<W>) -> bool,
-) {
-    for item in Lines::new(bytes) {
-        let line = match item {
-            Item::Line(l) => l,
-            Item::Malformed { number } => {
-                diag.file(file, WarningKind::MalformedLine { line: number });
-                continue;
-            }
-        };
-        let Some(key) = K::lookup(line.key) else {
-            match line.value {
-                Ok(v) => unknown.keep(owner, line.key, v),
-                Err(e) => diag.file(
-                    file,
-                    WarningKind::MalformedValue {
-                        line: line.number,
-                        key: None,
-                        problem: problem(e),
-                    },
-                ),
-            }
-            continue;
-        };
-        if special(key, &line, props, diag) {
-            continue;
-        }
-        let kind = match line.value {
-            Ok(v) => match K::store(props, key, v) {
-                Ok(false) => continue,
-                Ok(true) => WarningKind::DuplicateKey { line: line.number, key: key.id() },
-                Err(OutOfRange) => {
-                    WarningKind::ValueOutOfRange { line: line.number, key: key.id(), value: v }
-                }
-            },
-            Err(e) => WarningKind::MalformedValue {
-                line: line.number,
-                key: Some(key.id()),
-                problem: problem(e),
-            },
-        };
-        diag.file(file, kind);
-    }
-}
-
-/// The public words for a parser's complaint.
-const fn problem(e: parse::ValueError) -> ValueProblem {
-    match e {
-        parse::ValueError::Missing => ValueProblem::Missing,
-        parse::ValueError::NotDecimal => ValueProblem::NotDecimal,
-        parse::ValueError::Overflow => ValueProblem::Overflow,
-    }
-}
-
-fn no_special<K, P, D>(_: K, _: &Line<'_>, _: &mut P, _: &mut D) -> bool {
-    false
 }
 
 /// Sorts and dedups a listing, warning about duplicates and numbering gaps; returns the count
