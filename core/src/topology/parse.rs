@@ -474,6 +474,8 @@ fn map_blocks<'s>(s: &'s [u8], bits: &mut [u32; SIBLING_MAP_CAPACITY / 32]) -> (
     /// Moves bits 0, 16, 32 and 48 to bits 48 to 51: the partial products land on distinct
     /// bits, so nothing carries into those four.
     const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
+    /// Moves bits 0, 16, 32, 48 to bits 56 to 59 and bits 4, 20, 36, 52 to bits 60 to 63.
+    const GATHER8: u64 = (1 << 56) | (1 << 41) | (1 << 26) | (1 << 11);
     const LOW_BITS: u64 = 0x0001_0001_0001_0001;
     let mut i = 0usize;
     let mut rest = s;
@@ -487,8 +489,10 @@ fn map_blocks<'s>(s: &'s [u8], bits: &mut [u32; SIBLING_MAP_CAPACITY / 32]) -> (
         if (d0 | d1 | d2 | d3) & !LOW_BITS != 0 {
             break;
         }
-        let nibble = |d: u64| (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
-        let b = nibble(d0) | nibble(d1) << 4 | nibble(d2) << 8 | nibble(d3) << 12;
+        // Two words' entries (bits 0, 16, 32, 48 and, shifted, 4, 20, 36, 52) to the top
+        // byte in order: the partial products land on distinct bits, so nothing carries.
+        let byte = |lo: u64, hi: u64| ((lo | hi << 4).wrapping_mul(GATHER8) >> 56) as u32;
+        let b = byte(d0, d1) | byte(d2, d3) << 8;
         if let Some(word) = bits.get_mut(i / 32) {
             // i is a multiple of 16, so the sixteen bits never straddle two words.
             *word |= b << (i % 32);
