@@ -325,21 +325,22 @@ struct EntryName {
 
 impl EntryName {
     fn new(index: u32) -> Self {
-        const LEAF: &[u8] = b"/properties\0";
+        const LEAF: &[u8; 12] = b"/properties\0";
         let mut digits = [0u8; 10];
+        let digits = decimal(index, &mut digits);
         let mut buf = [0u8; 24];
-        let mut len = 0;
-        for &b in decimal(index, &mut digits).iter().chain(LEAF) {
-            if let Some(slot) = buf.get_mut(len) {
-                *slot = b;
-                len += 1;
-            }
+        // At most 10 digits + 12 bytes of leaf: both copies fit.
+        if let Some(head) = buf.get_mut(..digits.len()) {
+            head.copy_from_slice(digits);
         }
-        Self { buf, len }
+        if let Some(tail) = buf.get_mut(digits.len()..).and_then(|t| t.first_chunk_mut::<12>()) {
+            *tail = *LEAF;
+        }
+        Self { buf, len: digits.len().saturating_add(LEAF.len()) }
     }
 
     fn as_c_str(&self) -> &CStr {
-        // At most 10 digits + 12 bytes of leaf: it fits, and only the last byte is NUL.
+        // Only the last byte of the name is NUL.
         self.buf.get(..self.len).and_then(|b| CStr::from_bytes_with_nul(b).ok()).unwrap_or_default()
     }
 }
@@ -513,6 +514,23 @@ fn parse_decimal(name: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
     use hsakmt_core::platform::{EntryKind, Sysfs};
+
+    /// An entry's file name is `I/properties` for every index, up to ten digits.
+    #[test]
+    fn entry_names() {
+        let mut x = 0x2545_F491_u32;
+        let mut indices = std::vec![0, 1, 9, 10, 95, 99, 100, 999_999_999, 1_000_000_000, u32::MAX];
+        for _ in 0..1_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            indices.push(x >> (x % 32));
+        }
+        for i in indices {
+            let name = EntryName::new(i);
+            assert_eq!(name.as_c_str().to_bytes(), std::format!("{i}/properties").as_bytes());
+        }
+    }
 
     #[test]
     fn decimal_names_only() {
@@ -834,11 +852,5 @@ mod tests {
         out.sort_unstable();
         assert_eq!(out, [1, 2, 4]);
         keep_smallest(&mut [], 0, 5);
-    }
-
-    #[test]
-    fn entry_names() {
-        assert_eq!(EntryName::new(0).as_c_str().to_bytes(), b"0/properties");
-        assert_eq!(EntryName::new(4_294_967_295).as_c_str().to_bytes(), b"4294967295/properties");
     }
 }

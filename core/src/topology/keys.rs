@@ -179,7 +179,7 @@ fn same_name(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Implemented by every key enum; lets the file parser stay generic.
-pub(crate) trait KeySet: Copy + 'static {
+pub(crate) trait KeySet: Copy + PartialEq + 'static {
     /// The record holding values of these keys.
     type Props;
     /// Looks a sysfs name up.
@@ -187,6 +187,8 @@ pub(crate) trait KeySet: Copy + 'static {
     /// The key at `position` of the kernel's print order and the length of its name, when
     /// `text` starts with that name.
     fn expect(position: usize, text: &[u8]) -> Option<(Self, usize)>;
+    /// The keys whose value is a list of bits, not a number (`sibling_map`).
+    const LISTS: &'static [Self];
     /// The key's position in the kernel's print order.
     fn position(self) -> usize;
     /// Stores a value. `Ok(true)` when the key had been seen before in this record.
@@ -355,6 +357,7 @@ macro_rules! key_set {
 
         impl KeySet for $Key {
             type Props = $Props;
+            const LISTS: &'static [Self] = &[$($Key::$XVariant,)*];
             #[inline]
             fn lookup(name: &[u8]) -> Option<Self> {
                 Self::from_name(name)

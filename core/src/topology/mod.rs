@@ -27,7 +27,8 @@
 //! per-node entry listings on a live kernel), and one pass over each file's bytes: keys are
 //! checked first against the key the kernel's print order puts next, else found with a
 //! compile-time perfect hash; numbers are accumulated while scanning; newlines, key ends and
-//! `sibling_map` bits are processed eight or more bytes at a time.
+//! `sibling_map` bits are processed eight or more bytes at a time, and a predicted
+//! `sibling_map` line in the kernel's form is read with its bits in one pass.
 //!
 //! Where this differs from libhsakmt on purpose:
 //! - hidden nodes stay in the snapshot, marked inaccessible with the reason ([`Hidden`]):

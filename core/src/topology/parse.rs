@@ -289,36 +289,46 @@ impl<'a> Lines<'a> {
     /// `starts` returns `(key, len)` when the line's first `len` bytes are the key predicted
     /// from the kernel's print order, which then costs one comparison instead of a search for
     /// the key's end (and the caller's hash). Either way the value is read once: the kernel's
-    /// form (as [`kernel_line`] takes it) word-wide, anything else byte by byte.
+    /// form (as [`kernel_line`] takes it) word-wide, anything else byte by byte. A predicted key
+    /// that `starts` marks as a list (`sibling_map`) in the kernel's form is read with its map
+    /// ([`sibling_line`]) into `map`, and the returned flag is set.
     #[inline(always)]
     pub(crate) fn next_keyed<K>(
         &mut self,
-        starts: impl FnOnce(&[u8]) -> Option<(K, usize)>,
-    ) -> Option<(Option<K>, Item<'a>)> {
+        starts: impl FnOnce(&[u8]) -> Option<(K, usize, bool)>,
+        map: &mut SiblingBits,
+    ) -> Option<(Option<K>, Item<'a>, bool)> {
         let mut key = None;
+        let mut list = false;
         let (name, after) = 'key: {
-            if let Some((known, len)) = starts(self.rest)
+            if let Some((known, len, is_list)) = starts(self.rest)
                 && let Some((name, after)) = self.rest.split_at_checked(len)
                 // The key must end where the name does, as `split_key` would end it.
                 && !after.first().is_some_and(|b| is_key_byte(*b))
             {
                 key = Some(known);
+                list = is_list;
                 break 'key (name, after);
             }
             let (name, after) = split_key(self.rest);
             if name.is_empty() {
                 // A blank or malformed line, or the end.
-                return self.general_line().map(|item| (None, item));
+                return self.general_line().map(|item| (None, item, false));
             }
             (name, after)
         };
         let number = self.number.saturating_add(1);
         self.number = number;
+        if list && let Some((raw, rest)) = sibling_line(after, map) {
+            self.rest = rest;
+            let line = Line { number, key: name, raw, value: Err(ValueError::NotDecimal) };
+            return Some((key, Item::Line(line), true));
+        }
         if let Some((line, rest)) = kernel_value(name, after, number) {
             self.rest = rest;
-            return Some((key, Item::Line(line)));
+            return Some((key, Item::Line(line), false));
         }
-        Some((key, self.value_after(number, name, after)))
+        Some((key, self.value_after(number, name, after), false))
     }
 
     /// The next line read byte by byte (see [`Iterator::next`]).
@@ -453,62 +463,114 @@ pub(crate) struct SiblingBits {
     pub(crate) malformed: bool,
 }
 
+/// The entries of the kernel's form (`d,` with d in {0, 1}) at the start of `s`, sixteen
+/// (thirty-two bytes) then four (eight bytes) at a time, their bits stored in `bits` (those
+/// beyond its capacity dropped): `(entries, rest)`, `rest` starting at the first block not of
+/// that form (which the caller reads entry by entry).
+#[inline(always)]
+fn map_blocks<'s>(s: &'s [u8], bits: &mut [u32; SIBLING_MAP_CAPACITY / 32]) -> (usize, &'s [u8]) {
+    /// Four entries `d,` as the kernel prints them, with every `d` a `0`.
+    const FORM: u64 = 0x2C30_2C30_2C30_2C30;
+    /// Moves bits 0, 16, 32 and 48 to bits 48 to 51: the partial products land on distinct
+    /// bits, so nothing carries into those four.
+    const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
+    /// Moves bits 0, 16, 32, 48 to bits 56 to 59 and bits 4, 20, 36, 52 to bits 60 to 63.
+    const GATHER8: u64 = (1 << 56) | (1 << 41) | (1 << 26) | (1 << 11);
+    const LOW_BITS: u64 = 0x0001_0001_0001_0001;
+    let mut i = 0usize;
+    let mut rest = s;
+    // Sixteen entries per step: four words tested together, their bits stored at once.
+    while let Some((block, tail)) = rest.split_first_chunk::<32>() {
+        let (lo, hi) = (block.first_chunk::<16>(), block.last_chunk::<16>());
+        let lo = lo.map_or(0, |b| u128::from_le_bytes(*b));
+        let hi = hi.map_or(0, |b| u128::from_le_bytes(*b));
+        let d = [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64].map(|w| w ^ FORM);
+        let [d0, d1, d2, d3] = d;
+        if (d0 | d1 | d2 | d3) & !LOW_BITS != 0 {
+            break;
+        }
+        // Two words' entries (bits 0, 16, 32, 48 and, shifted, 4, 20, 36, 52) to the top
+        // byte in order: the partial products land on distinct bits, so nothing carries.
+        let byte = |lo: u64, hi: u64| ((lo | hi << 4).wrapping_mul(GATHER8) >> 56) as u32;
+        let b = byte(d0, d1) | byte(d2, d3) << 8;
+        if let Some(word) = bits.get_mut(i / 32) {
+            // i is a multiple of 16, so the sixteen bits never straddle two words.
+            *word |= b << (i % 32);
+        }
+        i = i.saturating_add(16);
+        rest = tail;
+    }
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        // A chunk of the kernel's form differs from `FORM` only in its entries' low bits.
+        let d = u64::from_le_bytes(*chunk) ^ FORM;
+        if d & !LOW_BITS != 0 {
+            break;
+        }
+        let nibble = (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
+        if let Some(word) = bits.get_mut(i / 32) {
+            // i is a multiple of 4, so the nibble never straddles two words.
+            *word |= nibble << (i % 32);
+        }
+        i = i.saturating_add(4);
+        rest = tail;
+    }
+    (i, rest)
+}
+
+/// The kernel's `sibling_map` line after its key, ` d,d,...,d\n` with two entries or more,
+/// read in one pass (the blocks that hold no newline are the map's own): the map into `out`,
+/// then the value text and the bytes after the newline. `None` for anything else (`out` then
+/// holds nothing of use), which the general path reads: a line, then [`parse_sibling_map`] on
+/// its value.
+#[inline]
+pub(crate) fn sibling_line<'a>(
+    after: &'a [u8],
+    out: &mut SiblingBits,
+) -> Option<(&'a [u8], &'a [u8])> {
+    let [b' ', value @ ..] = after else { return None };
+    *out = SiblingBits::EMPTY;
+    let (mut i, mut rest) = map_blocks(value, &mut out.bits);
+    loop {
+        let (bit, tail) = match rest {
+            [b'0', tail @ ..] => (0u32, tail),
+            [b'1', tail @ ..] => (1u32, tail),
+            _ => return None,
+        };
+        if let Some(w) = out.bits.get_mut(i / 32) {
+            *w |= bit << (i % 32);
+        }
+        i = i.saturating_add(1);
+        match tail {
+            [b',', more @ ..] => rest = more,
+            [b'\n', more @ ..] if i >= 2 => {
+                let raw = value.get(..value.len().saturating_sub(more.len()).saturating_sub(1))?;
+                out.entries = i as u32;
+                return Some((raw, more));
+            }
+            _ => return None,
+        }
+    }
+}
+
+impl SiblingBits {
+    /// No entries.
+    pub(crate) const EMPTY: Self =
+        Self { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0, malformed: false };
+}
+
 /// Parses `0,1,0,...` (entries of exactly `0` or `1`). Stops at the first malformed entry,
 /// keeping the entries before it.
 pub(crate) fn parse_sibling_map(raw: &[u8]) -> SiblingBits {
-    let mut out =
-        SiblingBits { bits: [0; SIBLING_MAP_CAPACITY / 32], entries: 0, malformed: false };
+    let mut out = SiblingBits::EMPTY;
     if raw.is_empty() {
         return out;
     }
-    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: thirty-two bytes
-    // (sixteen entries), then eight (four) at a time, then two bytes per entry. A block that
-    // is not of that form is read again by the smaller steps, which find the fault. Anything
-    // else goes through the general loop below.
+    // Fast path for the kernel's exact form, `d,d,...,d` with d in {0, 1}: sixteen, then four
+    // entries at a time (`map_blocks`), then two bytes per entry. Anything else goes through
+    // the general loop below.
     if raw.len() % 2 == 1 && raw.len() / 2 < SIBLING_MAP_CAPACITY {
-        /// Four entries `d,` as the kernel prints them, with every `d` a `0`.
-        const FORM: u64 = 0x2C30_2C30_2C30_2C30;
-        /// Moves bits 0, 16, 32 and 48 to bits 48 to 51: the partial products land on
-        /// distinct bits, so nothing carries into those four.
-        const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
-        const LOW_BITS: u64 = 0x0001_0001_0001_0001;
-        let mut i = 0usize;
-        let mut rest = raw;
+        let (mut i, mut rest) = map_blocks(raw, &mut out.bits);
         let mut ok = true;
-        // Sixteen entries per step: four words tested together, their bits stored at once.
-        while let Some((block, tail)) = rest.split_first_chunk::<32>() {
-            let (lo, hi) = (block.first_chunk::<16>(), block.last_chunk::<16>());
-            let lo = lo.map_or(0, |b| u128::from_le_bytes(*b));
-            let hi = hi.map_or(0, |b| u128::from_le_bytes(*b));
-            let d = [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64].map(|w| w ^ FORM);
-            let [d0, d1, d2, d3] = d;
-            if (d0 | d1 | d2 | d3) & !LOW_BITS != 0 {
-                break;
-            }
-            let nibble = |d: u64| (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
-            let bits = nibble(d0) | nibble(d1) << 4 | nibble(d2) << 8 | nibble(d3) << 12;
-            if let Some(word) = out.bits.get_mut(i / 32) {
-                // i is a multiple of 16, so the sixteen bits never straddle two words.
-                *word |= bits << (i % 32);
-            }
-            i = i.saturating_add(16);
-            rest = tail;
-        }
-        while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
-            // A chunk of the kernel's form differs from `FORM` only in its entries' low bits.
-            let d = u64::from_le_bytes(*chunk) ^ FORM;
-            if d & !LOW_BITS != 0 {
-                ok = false;
-                break;
-            }
-            let nibble = (d.wrapping_mul(GATHER) >> 48) as u32 & 0xF;
-            if let Some(word) = out.bits.get_mut(i / 32) {
-                // i is a multiple of 4, so the nibble never straddles two words.
-                *word |= nibble << (i % 32);
-            }
-            i = i.saturating_add(4);
-            rest = tail;
-        }
         while ok {
             let (bit, tail) = match rest {
                 [b'0', tail @ ..] => (0u32, tail),

@@ -7,10 +7,10 @@ use crate::platform::SysfsFile;
 use super::diag::{Diagnostics, UnknownKeys, ValueProblem, WarningKind};
 use super::keys::{KeySet, OutOfRange};
 use super::node::Owner;
-use super::parse::{self, Item, Line, Lines};
+use super::parse::{self, Item, Line, Lines, SiblingBits};
 
-/// Parses a `key value` file into a record. `special` sees each known key first and returns
-/// `true` when it consumed the line.
+/// Parses a `key value` file into a record. `special` sees each known key first (with the
+/// map when a list line was read with it) and returns `true` when it consumed the line.
 pub(super) fn parse_props<K: KeySet, const W: usize, const U: usize>(
     bytes: &[u8],
     props: &mut K::Props,
@@ -18,7 +18,7 @@ pub(super) fn parse_props<K: KeySet, const W: usize, const U: usize>(
     owner: Owner,
     diag: &mut Diagnostics<W>,
     unknown: &mut UnknownKeys<U>,
-    special: impl FnMut(K, &Line<'_>, &mut K::Props, &mut Diagnostics<W>) -> bool,
+    special: impl FnMut(K, &Line<'_>, Option<&SiblingBits>, &mut K::Props, &mut Diagnostics<W>) -> bool,
 ) {
     parse_lines::<K, W, U, true>(bytes, props, file, owner, diag, unknown, special);
 }
@@ -34,17 +34,27 @@ fn parse_lines<K: KeySet, const W: usize, const U: usize, const PREDICT: bool>(
     owner: Owner,
     diag: &mut Diagnostics<W>,
     unknown: &mut UnknownKeys<U>,
-    mut special: impl FnMut(K, &Line<'_>, &mut K::Props, &mut Diagnostics<W>) -> bool,
+    mut special: impl FnMut(
+        K,
+        &Line<'_>,
+        Option<&SiblingBits>,
+        &mut K::Props,
+        &mut Diagnostics<W>,
+    ) -> bool,
 ) {
     let mut lines = Lines::new(bytes);
     let mut expected = 0usize;
+    let mut map = SiblingBits::EMPTY;
     loop {
         let next = if PREDICT {
-            lines.next_keyed(|text| K::expect(expected, text))
+            lines.next_keyed(
+                |text| K::expect(expected, text).map(|(k, len)| (k, len, K::LISTS.contains(&k))),
+                &mut map,
+            )
         } else {
-            lines.next().map(|item| (None, item))
+            lines.next().map(|item| (None, item, false))
         };
-        let Some((key, item)) = next else { break };
+        let Some((key, item, mapped)) = next else { break };
         let line = match item {
             Item::Line(l) => l,
             Item::Malformed { number } => {
@@ -68,7 +78,7 @@ fn parse_lines<K: KeySet, const W: usize, const U: usize, const PREDICT: bool>(
             continue;
         };
         expected = key.position().saturating_add(1);
-        if special(key, &line, props, diag) {
+        if special(key, &line, mapped.then_some(&map), props, diag) {
             continue;
         }
         let kind = match line.value {
@@ -98,7 +108,13 @@ pub(super) const fn problem(e: parse::ValueError) -> ValueProblem {
     }
 }
 
-pub(super) fn no_special<K, P, D>(_: K, _: &Line<'_>, _: &mut P, _: &mut D) -> bool {
+pub(super) fn no_special<K, P, D>(
+    _: K,
+    _: &Line<'_>,
+    _: Option<&SiblingBits>,
+    _: &mut P,
+    _: &mut D,
+) -> bool {
     false
 }
 
@@ -108,6 +124,7 @@ mod tests {
     use crate::topology::keys::{
         CacheKey, LinkKey, MemBankKey, NodeKey, NodeProperties, SystemKey,
     };
+    use core::cell::Cell;
     use std::string::String;
     use std::vec::Vec;
 
@@ -162,7 +179,9 @@ mod tests {
                 1..=3 => 9 + rng.below(7) as usize,
                 _ => 1 + rng.below(8) as usize,
             };
+            let list = names[i] == "sibling_map" && rng.below(3) != 0;
             match rng.below(30) {
+                _ if list => out.extend_from_slice(&random_map(rng)),
                 0 => out.extend_from_slice(b"0x10"),
                 1 => out.extend_from_slice(b"-1"),
                 2 => out.extend_from_slice(b"1,0,1,1"),
@@ -184,9 +203,35 @@ mod tests {
         out
     }
 
+    /// A `sibling_map` value: the kernel's form (of 1 to 300 entries, past the capacity too)
+    /// or that form with one byte changed, cut short or run on.
+    fn random_map(rng: &mut Rng) -> Vec<u8> {
+        let n = 1 + rng.below(300) as usize;
+        let mut map: Vec<u8> = (0..n).flat_map(|_| [b'0' + rng.below(2) as u8, b',']).collect();
+        map.pop();
+        match rng.below(8) {
+            0 => {
+                let at = rng.below(map.len() as u64) as usize;
+                map[at] = b"012,\r\n\t "[rng.below(8) as usize];
+            }
+            1 => map.truncate(rng.below(map.len() as u64) as usize),
+            2 => map.push(b','),
+            _ => {}
+        }
+        map
+    }
+
     /// Parses `text` with and without the predicted keys: the same record, warnings and
     /// unknown keys.
     fn both<K: KeySet>(text: &[u8]) -> bool
+    where
+        K::Props: Default + PartialEq + core::fmt::Debug,
+    {
+        both_counting::<K>(text, &Cell::new(0))
+    }
+
+    /// [`both`], adding to `with_map` the lines read with their map.
+    fn both_counting<K: KeySet>(text: &[u8], with_map: &Cell<usize>) -> bool
     where
         K::Props: Default + PartialEq + core::fmt::Debug,
     {
@@ -197,10 +242,19 @@ mod tests {
             let mut diag = Diagnostics::<64>::new();
             let mut unknown = UnknownKeys::<8>::new();
             let mut specials = Vec::new();
-            let special = |key: K, line: &Line<'_>, _: &mut K::Props, _: &mut Diagnostics<64>| {
+            let special = |key: K,
+                           line: &Line<'_>,
+                           map: Option<&SiblingBits>,
+                           _: &mut K::Props,
+                           _: &mut Diagnostics<64>| {
                 // Every known key's line comes here first (as `sibling_map`'s does); some of
-                // those that are not numbers are taken.
-                specials.push((key.position(), line.number, line.raw.to_vec()));
+                // those that are not numbers are taken. A list key's map, read with its line
+                // or from its value, must be the same.
+                with_map.set(with_map.get() + usize::from(map.is_some()));
+                let list = K::LISTS
+                    .contains(&key)
+                    .then(|| map.copied().unwrap_or_else(|| parse::parse_sibling_map(line.raw)));
+                specials.push((key.position(), line.number, line.raw.to_vec(), line.value, list));
                 key.position().is_multiple_of(2) && line.value.is_err()
             };
             if predict {
@@ -246,14 +300,17 @@ mod tests {
         let system = names(SystemKey::ALL, SystemKey::name);
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut clean = 0;
+        let with_map = Cell::new(0);
         for _ in 0..3_000 {
             clean += usize::from(both::<NodeKey>(&random_file(&mut rng, &node)));
-            clean += usize::from(both::<CacheKey>(&random_file(&mut rng, &cache)));
+            clean +=
+                usize::from(both_counting::<CacheKey>(&random_file(&mut rng, &cache), &with_map));
             clean += usize::from(both::<LinkKey>(&random_file(&mut rng, &link)));
             clean += usize::from(both::<MemBankKey>(&random_file(&mut rng, &bank)));
             clean += usize::from(both::<SystemKey>(&random_file(&mut rng, &system)));
         }
         assert!(clean > 100, "some files were the kernel's own ({clean})");
+        assert!(with_map.get() > 100, "some sibling maps were read with their line");
         // The kernel's exact files.
         let exact = |names: &[&str]| {
             names.iter().flat_map(|n| [n.as_bytes(), b" 12345\n"].concat()).collect::<Vec<u8>>()

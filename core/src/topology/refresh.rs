@@ -742,12 +742,16 @@ impl<
                             &mut self.unknown,
                             |key: CacheKey,
                              line: &Line<'_>,
+                             map: Option<&parse::SiblingBits>,
                              props: &mut super::CacheProperties,
                              diag: &mut Diagnostics<WARNINGS>| {
                                 if key != CacheKey::SiblingMap {
                                     return false;
                                 }
-                                let m = parse::parse_sibling_map(line.raw);
+                                let m = match map {
+                                    Some(m) => *m,
+                                    None => parse::parse_sibling_map(line.raw),
+                                };
                                 *siblings = SiblingMap { bits: m.bits, entries: m.entries };
                                 if props.mark(key) {
                                     diag.file(
