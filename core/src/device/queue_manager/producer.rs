@@ -534,25 +534,38 @@ impl<M: SharedMemory> SdmaQueue<M> {
         Ok(self.advance())
     }
 
-    /// Submits `bytes` of work as packets of at most `per_packet` bytes each (`make` builds
-    /// one from its offset and length), in batches the ring can hold, then `completion`: in
-    /// the last batch when it fits there (one write-pointer store and one doorbell for a copy
-    /// that takes one packet), else on its own.
-    fn submit_split(
+    /// Submits `lead` (packets that must come first, such as polls), then `bytes` of work as
+    /// packets of at most `per_packet` bytes each (`make` builds one from its offset and
+    /// length), in batches the ring can hold, then `completion`. `lead` goes into the first
+    /// batch and the completion into the last when they fit there (one write-pointer store
+    /// and one doorbell for a copy that takes one packet), else each on its own.
+    fn submit_split<L>(
         &mut self,
+        lead: L,
         bytes: u64,
         per_packet: u64,
         mut make: impl FnMut(u64, u64) -> Result<SdmaPacket, SdmaError>,
         completion: SdmaCompletion,
         mut relax: impl FnMut(),
-    ) -> Result<SdmaTicket, QueueError> {
+    ) -> Result<SdmaTicket, QueueError>
+    where
+        L: Iterator<Item = SdmaPacket> + ExactSizeIterator + Clone,
+    {
         let (tail, tail_len) = self.completion_packets(completion)?;
         let batch = usize::try_from(batch_packets(self.ring.size())).unwrap_or(usize::MAX);
         let batch = batch.min(SDMA_SUBMIT_BATCH);
+        let mut lead = Some(lead);
+        if let Some(l) = lead.take_if(|l| l.len() >= batch) {
+            self.ring.submit(l, &mut relax)?;
+        }
         let mut done = 0u64;
         loop {
             let mut buf = [SdmaPacket::Nop { dwords: 1 }; SDMA_SUBMIT_BATCH];
-            let mut n = 0;
+            let mut n = 0usize;
+            for (slot, p) in buf.iter_mut().zip(lead.take().into_iter().flatten()) {
+                *slot = p;
+                n = n.saturating_add(1);
+            }
             while done < bytes && n < batch {
                 let chunk = bytes.saturating_sub(done).min(per_packet);
                 if let Some(slot) = buf.get_mut(n) {
@@ -596,10 +609,33 @@ impl<M: SharedMemory> SdmaQueue<M> {
         completion: SdmaCompletion,
         relax: impl FnMut(),
     ) -> Result<SdmaTicket, QueueError> {
+        self.copy_after(core::iter::empty(), dst, src, bytes, completion, relax)
+    }
+
+    /// As [`SdmaQueue::copy`], after `waits` (packets the engine executes first, such as
+    /// `POLL_REGMEM` on a dependency's signal), which go into the copy's first submission when
+    /// they fit in it (one doorbell for waits, a one-packet copy and its completion).
+    ///
+    /// # Errors
+    /// As [`SdmaQueue::copy`], and the [`SdmaPacket::validate`] errors of `waits`.
+    pub fn copy_after<W>(
+        &mut self,
+        waits: W,
+        dst: u64,
+        src: u64,
+        bytes: u64,
+        completion: SdmaCompletion,
+        relax: impl FnMut(),
+    ) -> Result<SdmaTicket, QueueError>
+    where
+        W: IntoIterator<Item = SdmaPacket>,
+        W::IntoIter: ExactSizeIterator + Clone,
+    {
         let limits = self.ring.limits();
         limits.plan_copy(src, dst, bytes)?;
         let max = u64::from(limits.max_copy_bytes());
         self.submit_split(
+            waits.into_iter(),
             bytes,
             max,
             |off, len| {
@@ -627,6 +663,7 @@ impl<M: SharedMemory> SdmaQueue<M> {
         self.ring.limits().plan_fill(dst, data, bytes)?;
         let max = u64::from(crate::queue::sdma::MAX_FILL_BYTES);
         self.submit_split(
+            core::iter::empty(),
             bytes,
             max,
             |off, len| {
@@ -806,6 +843,69 @@ mod tests {
         // The next copy still gets the next number.
         let t = q.copy(0x9000_0000, 0x1000_0000, 8, SdmaCompletion::Fence, || {}).unwrap();
         assert_eq!((t, doorbell.doorbell_count()), (SdmaTicket(2), 2));
+    }
+
+    /// Waits before a copy share its first submission when they fit (one doorbell for the
+    /// polls, the copy and its completion); as many waits as a batch holds go on their own,
+    /// ahead of the copy, and the engine still sees them first.
+    #[test]
+    fn waits_go_into_the_copys_first_submission() {
+        use crate::queue::sdma::PollFunc;
+        let poll = |addr| SdmaPacket::PollRegMem {
+            addr,
+            reference: 0,
+            mask: u32::MAX,
+            func: PollFunc::Equal,
+            interval: 10,
+            retry_count: 0xFFF,
+        };
+        let drain = |cons: &SdmaConsumer<TestMem>| {
+            let mut seen = Vec::new();
+            while let Some(p) = cons.pop() {
+                seen.push(p.unwrap());
+            }
+            seen
+        };
+        let (mut q, cons, _, doorbell) = queue(4096);
+        let waits = [poll(0x7000), poll(0x7100)];
+        q.copy_after(waits, 0x9000_0000, 0x1000_0000, 64, SdmaCompletion::Fence, || {}).unwrap();
+        assert_eq!(doorbell.doorbell_count(), 1);
+        let seen = drain(&cons);
+        assert_eq!(&seen[..2], &waits);
+        assert_eq!(
+            seen[2],
+            SdmaPacket::CopyLinear { src: 0x1000_0000, dst: 0x9000_0000, bytes: 64 }
+        );
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        // A 1 KiB ring takes 9 packets per batch: 9 waits are submitted before the copy.
+        let (mut q, cons, _, doorbell) = queue(1024);
+        let many: Vec<_> = (0..9).map(|i| poll(0x7000 + i * 8)).collect();
+        q.copy_after(
+            many.iter().copied(),
+            0x9000_0000,
+            0x1000_0000,
+            64,
+            SdmaCompletion::Fence,
+            || {
+                drain(&cons);
+            },
+        )
+        .unwrap();
+        assert_eq!(doorbell.doorbell_count(), 2);
+        // An invalid wait is refused before anything is written.
+        let bad = SdmaPacket::PollRegMem {
+            addr: 0x7001,
+            reference: 0,
+            mask: u32::MAX,
+            func: PollFunc::Equal,
+            interval: 10,
+            retry_count: 0xFFF,
+        };
+        assert!(
+            q.copy_after([bad], 0x9000_0000, 0x1000_0000, 64, SdmaCompletion::Fence, || {})
+                .is_err()
+        );
+        assert_eq!(doorbell.doorbell_count(), 2);
     }
 
     /// A large copy on a small ring is split into maximum-size packets, submitted as the

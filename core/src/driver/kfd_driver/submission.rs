@@ -3,7 +3,7 @@
 //! copies on one SDMA queue per GPU agent, created on first use.
 
 use crate::device::queue_manager::{
-    AqlQueue, QueueDesc, QueueError, QueueHandle, QueueType, RingSpec, SdmaCompletion,
+    AqlQueue, QueueDesc, QueueHandle, QueueType, RingSpec, SdmaCompletion,
 };
 use crate::device::{Allocation, Kfd, MapNodes, MemoryStorage};
 use crate::driver::{AgentId, Driver, DriverError, KfdDriver, QueueId, QueueParams, SignalId};
@@ -356,10 +356,8 @@ where
             interval: 10,
             retry_count: 0xFFF,
         });
-        if !deps.is_empty() {
-            producer.ring().submit(polls, core::hint::spin_loop).map_err(QueueError::from)?;
-        }
-        producer.copy(
+        producer.copy_after(
+            polls,
             dst,
             src,
             bytes,
