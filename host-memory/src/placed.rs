@@ -18,10 +18,16 @@
 //! while holding it, so no release can fall between a mapping's creation and its record, or
 //! between a drop's look at its orphan mark and its `mmap`. None of these is a hot path (each
 //! makes a system call anyway).
+//!
+//! A `fork` takes the lock first (a `pthread_atfork` handler, registered at the first use) and
+//! both processes release it after: a child forked while another thread was placing or
+//! releasing would otherwise inherit the lock held by a thread it does not have, and hang at
+//! its first mapping.
 
-use core::ffi::c_void;
+use core::cell::RefCell;
+use core::ffi::{c_int, c_void};
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 use hsakmt_core::error::Errno;
 use rustix::mm::{MapFlags, ProtFlags};
@@ -39,8 +45,51 @@ struct Placed {
 static LIVE: Mutex<BTreeMap<usize, Placed>> = Mutex::new(BTreeMap::new());
 
 fn live() -> MutexGuard<'static, BTreeMap<usize, Placed>> {
+    static AT_FORK: Once = Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: the three handlers are `extern "C"` functions without arguments that live as
+        // long as the program; registering them has no other precondition. Were registration
+        // to fail (ENOMEM), forks would only keep today's risk, so its result is not needed.
+        let _ = unsafe {
+            pthread_atfork(Some(hold_for_fork), Some(release_after_fork), Some(release_after_fork))
+        };
+    });
+    lock()
+}
+
+fn lock() -> MutexGuard<'static, BTreeMap<usize, Placed>> {
     // Nothing panics while holding the lock; a poisoned map is still consistent.
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    /// The lock, held by the forking thread from just before `fork` to just after it.
+    static HELD_FOR_FORK: RefCell<Option<MutexGuard<'static, BTreeMap<usize, Placed>>>> =
+        const { RefCell::new(None) };
+}
+
+// SAFETY: the declaration matches POSIX's `int pthread_atfork(void (*)(void), void (*)(void),
+// void (*)(void))` (a nullable function pointer is an `Option` of one).
+unsafe extern "C" {
+    /// POSIX: handlers `fork` runs before it (`prepare`) and after it in the parent and in
+    /// the child (glibc and musl both provide it).
+    fn pthread_atfork(
+        prepare: Option<unsafe extern "C" fn()>,
+        parent: Option<unsafe extern "C" fn()>,
+        child: Option<unsafe extern "C" fn()>,
+    ) -> c_int;
+}
+
+/// `fork`'s prepare handler: waits for the lock, so the registry is consistent when copied.
+extern "C" fn hold_for_fork() {
+    let guard = lock();
+    let _ = HELD_FOR_FORK.try_with(|h| h.replace(Some(guard)));
+}
+
+/// `fork`'s parent and child handler: releases the lock the prepare handler took (in the
+/// child, the only thread is the copy of the one that forked, so it is the holder).
+extern "C" fn release_after_fork() {
+    let _ = HELD_FOR_FORK.try_with(|h| h.take());
 }
 
 /// Whether a live placed mapping overlaps `[addr, end)`: one starting below `end` reaches past
@@ -133,6 +182,9 @@ pub fn live_in(addr: u64, size: u64) -> (usize, usize) {
     let (Ok(start), Ok(size)) = (usize::try_from(addr), usize::try_from(size)) else {
         return (0, 0);
     };
+    if size == 0 {
+        return (0, 0);
+    }
     let end = start.saturating_add(size);
     let live = live();
     let first = live.range(..=start).next_back().filter(|(a, p)| *a + p.len > start);
@@ -149,6 +201,61 @@ mod tests {
     use hsakmt_core::platform::SharedMemory;
 
     const PAGE: u64 = crate::PAGE_SIZE;
+
+    /// A fork while another thread holds the registry's lock: the fork waits for it, and the
+    /// child finds it free (without the fork handlers, the child waited forever for a thread
+    /// it does not have).
+    #[test]
+    fn a_child_forked_while_another_thread_holds_the_registry_can_map() {
+        let _serial = crate::serial_test();
+        // An empty range overlaps nothing (and the first use registers the fork handlers).
+        assert_eq!(live_in(PAGE, 0), (0, 0));
+        let (held, is_held) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let guard = live();
+            held.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            drop(guard);
+        });
+        is_held.recv().unwrap();
+        // SAFETY: the child only takes the registry's lock, maps and unmaps a page, and leaves
+        // with `_exit` (no unwinding into the parent's frames, no destructors of shared state).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = map_anonymous_at_any().is_some();
+            // SAFETY: ends the forked child at once.
+            unsafe { libc::_exit(i32::from(!ok)) }
+        }
+        let mut status = 0;
+        let mut waited = 0;
+        for _ in 0..500 {
+            // SAFETY: polls the child just forked; `status` is a valid out-pointer.
+            waited = unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) };
+            if waited != 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if waited == 0 {
+            // SAFETY: kills and reaps the child that did not finish.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &raw mut status, 0);
+            }
+        }
+        holder.join().unwrap();
+        assert_eq!(waited, pid, "the child hung on the registry's lock");
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+    }
+
+    /// In a forked child: reserves a range, places a mapping in it and releases both.
+    fn map_anonymous_at_any() -> Option<()> {
+        let base = reserve(None, 4 * PAGE, PAGE).ok()?;
+        let m = map_anonymous(base + PAGE, PAGE).ok()?;
+        drop(m);
+        crate::release(base, 4 * PAGE).ok()
+    }
 
     #[test]
     fn a_release_under_live_mappings_leaves_them_mapped_until_they_drop() {
