@@ -583,14 +583,17 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Writes `text` to `path` under `dir`, creating the directories on the way.
+    fn write_under(dir: &std::path::Path, path: &str, text: &str) {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
     #[test]
     fn entry_directories_are_held_between_generation_reads() {
         let dir = std::env::temp_dir().join(format!("hsakmt-linux-entries-{}", std::process::id()));
-        let write = |path: &str, text: &str| {
-            let path = dir.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let write = |path: &str, text: &str| write_under(&dir, path, text);
         write("generation_id", "1\n");
         write("nodes/1/io_links/0/properties", "type 2\n");
         write("nodes/1/io_links/11/properties", "type 11\n");
@@ -775,11 +778,7 @@ mod tests {
     fn nodes_directory_is_held_between_generation_reads() {
         let dir = std::env::temp_dir().join(format!("hsakmt-linux-nodes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let write = |path: &str, text: &str| {
-            let path = dir.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let write = |path: &str, text: &str| write_under(&dir, path, text);
         write("generation_id", "1\n");
         write("nodes/0/properties", "simd_count 0\n");
         write("nodes/12/gpu_id", "4660\n");
